@@ -1,0 +1,38 @@
+# streameval: every command a user or CI needs. `make help` lists them.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+PYTHON ?= python3
+
+.PHONY: help install test lint run evaluate bench faults clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+install: $(VENV)/.installed  ## create .venv and install streameval with its test tools
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+test: install  ## run the whole test suite (unit, real datasets, Kafka on the embedded broker)
+	$(PY) -m pytest -q
+
+lint: install  ## ruff over the code
+	$(BIN)/ruff check pipeline agents schemas tests
+
+run: install  ## the main job: replay Electricity through Kafka (embedded broker unless KAFKA_BOOTSTRAP_SERVERS is set)
+	$(BIN)/streameval run --dataset electricity --delay natural --learner nochange --learner majority \
+		--learner nb --learner ht --learner ta:ht --window 1000 --reeval-k 10 --bins 20 --json results/electricity-run.json
+
+evaluate: install  ## the same experiment in-process, no Kafka
+	$(BIN)/streameval evaluate --dataset electricity --delay natural --learner nochange --learner majority \
+		--learner nb --learner ht --learner ta:ht --window 1000 --reeval-k 10 --bins 20 --json results/electricity-evaluate.json
+
+bench: install  ## speed and memory, measured side by side (writes bench/results.json)
+	$(BIN)/streameval bench
+
+clean:  ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -1,0 +1,164 @@
+"""The event model shared by the in-process driver and the Kafka pipeline.
+
+A stream is replayed as an ordered sequence of two kinds of input events:
+
+* :class:`FeatureEvent` -- an instance's features become known (``x``), the
+  instance now waits for its label;
+* :class:`LabelEvent` -- the true label (``y``) of an instance seen earlier
+  arrives.
+
+plus an :class:`EndOfStream` marker once the last label has been delivered.
+
+Every input event carries ``seq``, its position in the replay schedule: the
+total order ``(ts, kind, seq)`` is the order the experiment must see, whatever
+driver delivers it (see ``DESIGN.md``, *Event model and topics*). At equal
+event time, features come before labels, so that a label arriving "at the same
+moment" as the features of instance ``i + N`` is seen after them; this makes the
+``N``-instance delay and a ``time:S`` delay with ``S = N * step`` identical.
+
+Labels of classification streams are strings (as in the CSV files and on the
+wire); regression targets are floats.
+
+Output events are what an :class:`~pipeline.experiment.Experiment` emits:
+:class:`PredictionEvent`, :class:`DriftEvent` and metric snapshots (plain
+dicts, see :mod:`pipeline.report.results`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Label = str
+Target = str | float
+FeatureValue = float | str
+Features = dict[str, FeatureValue]
+
+FEATURE: int = 0
+LABEL: int = 1
+END: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureEvent:
+    """The features ``x`` of instance ``id`` of stream ``stream``, known at ``ts``.
+
+    A second feature event with the same ``id`` while the instance is still
+    pending updates its features (evolving instances, delayed-labelling paper
+    sect. 7.2).
+    """
+
+    stream: str
+    id: str
+    ts: float
+    x: Features
+    seq: int = 0
+
+    kind: Literal["features"] = field(default="features", init=False)
+
+    @property
+    def order_key(self) -> tuple[float, int, int]:
+        return (self.ts, FEATURE, self.seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stream": self.stream, "id": self.id, "ts": self.ts, "x": self.x, "seq": self.seq}
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEvent:
+    """The true label ``y`` of instance ``id``, arriving at event time ``ts``."""
+
+    stream: str
+    id: str
+    ts: float
+    y: Target
+    seq: int = 0
+
+    kind: Literal["label"] = field(default="label", init=False)
+
+    @property
+    def order_key(self) -> tuple[float, int, int]:
+        return (self.ts, LABEL, self.seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stream": self.stream, "id": self.id, "ts": self.ts, "y": self.y, "seq": self.seq}
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfStream:
+    """No more events will come for ``stream``; ``n_events`` were scheduled."""
+
+    stream: str
+    ts: float
+    seq: int
+    n_events: int = 0
+
+    kind: Literal["end"] = field(default="end", init=False)
+
+    @property
+    def order_key(self) -> tuple[float, int, int]:
+        return (self.ts, END, self.seq)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stream": self.stream, "ts": self.ts, "seq": self.seq, "n_events": self.n_events}
+
+
+InputEvent = FeatureEvent | LabelEvent | EndOfStream
+
+PredictionKind = Literal["first", "repredict", "final"]
+
+
+@dataclass(frozen=True, slots=True)
+class PredictionEvent:
+    """A prediction published for a pending instance.
+
+    ``kind`` is ``first`` (made when the features arrived, bin 0), ``repredict``
+    (made every K labels while the instance waits) or ``final`` (the
+    test-then-train prediction made just before the model learns the label,
+    bin B+1). ``bin`` is known for ``first`` and ``final`` only; the bin of a
+    re-prediction is fixed once the label arrives (it depends on the latency).
+    """
+
+    stream: str
+    learner: str
+    id: str
+    ts: float
+    kind: PredictionKind
+    y_pred: Target | None
+    bin: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEvent:
+    """A drift alarm raised by ``detector`` on the error stream of ``learner``.
+
+    ``index`` is the number of labels the learner had been scored on when the
+    alarm rose (1-based), ``ts`` the event time of that label, ``statistic``
+    the detector's test statistic at the alarm.
+    """
+
+    stream: str
+    learner: str
+    detector: str
+    index: int
+    ts: float
+    statistic: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def event_from_dict(d: dict[str, Any]) -> InputEvent:
+    """Rebuild an input event from its wire form (see ``schemas/``).
+
+    >>> event_from_dict({"stream": "s", "id": "1", "ts": 0.0, "x": {"a": 1.0}, "seq": 3})
+    FeatureEvent(stream='s', id='1', ts=0.0, x={'a': 1.0}, seq=3, kind='features')
+    """
+    if "x" in d:
+        return FeatureEvent(d["stream"], str(d["id"]), float(d["ts"]), dict(d["x"]), int(d.get("seq", 0)))
+    if "y" in d:
+        return LabelEvent(d["stream"], str(d["id"]), float(d["ts"]), d["y"], int(d.get("seq", 0)))
+    return EndOfStream(d["stream"], float(d["ts"]), int(d.get("seq", 0)), int(d.get("n_events", 0)))
