@@ -158,7 +158,8 @@ def event_from_dict(d: dict[str, Any]) -> InputEvent:
     FeatureEvent(stream='s', id='1', ts=0.0, x={'a': 1.0}, seq=3, kind='features')
     """
     if "x" in d:
-        return FeatureEvent(d["stream"], str(d["id"]), float(d["ts"]), dict(d["x"]), int(d.get("seq", 0)))
+        seq = int(d.get("seq", 0))
+        return FeatureEvent(d["stream"], str(d["id"]), float(d["ts"]), dict(d["x"]), seq)
     if "y" in d:
         return LabelEvent(d["stream"], str(d["id"]), float(d["ts"]), d["y"], int(d.get("seq", 0)))
     return EndOfStream(d["stream"], float(d["ts"]), int(d.get("seq", 0)), int(d.get("n_events", 0)))

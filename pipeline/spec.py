@@ -106,7 +106,9 @@ def split_wrappers(spec: str) -> list[Component]:
     return [parse_component(p) for p in parts]
 
 
-def take_params(component: Component, allowed: dict[str, type | tuple[type, ...]]) -> dict[str, Any]:
+def take_params(
+    component: Component, allowed: dict[str, type | tuple[type, ...]]
+) -> dict[str, Any]:
     """Check a component's parameters against ``allowed`` names and types.
 
     >>> take_params(parse_component("x[w=3]"), {"w": int})
