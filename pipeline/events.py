@@ -9,12 +9,14 @@ A stream is replayed as an ordered sequence of two kinds of input events:
 
 plus an :class:`EndOfStream` marker once the last label has been delivered.
 
-Every input event carries ``seq``, its position in the replay schedule: the
-total order ``(ts, kind, seq)`` is the order the experiment must see, whatever
-driver delivers it (see ``DESIGN.md``, *Event model and topics*). At equal
-event time, features come before labels, so that a label arriving "at the same
-moment" as the features of instance ``i + N`` is seen after them; this makes the
-``N``-instance delay and a ``time:S`` delay with ``S = N * step`` identical.
+Every input event carries ``seq``, its position in the replay schedule of its
+stream; event time never decreases along the schedule, so the total order
+``(ts, seq)`` is the order the experiment must see, whatever driver delivers
+it (see ``DESIGN.md``, *Event model and topics*). The schedule decides ties in
+event time: for event-time delays, features come before labels at equal time,
+so a label arriving "at the same moment" as the features of instance ``i + N``
+is seen after them (this makes ``time:S`` with ``S = N * step`` equal to the
+``N``-instance delay on evenly spaced streams).
 
 Labels of classification streams are strings (as in the CSV files and on the
 wire); regression targets are floats.
@@ -33,10 +35,6 @@ Label = str
 Target = str | float
 FeatureValue = float | str
 Features = dict[str, FeatureValue]
-
-FEATURE: int = 0
-LABEL: int = 1
-END: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +55,8 @@ class FeatureEvent:
     kind: Literal["features"] = field(default="features", init=False)
 
     @property
-    def order_key(self) -> tuple[float, int, int]:
-        return (self.ts, FEATURE, self.seq)
+    def order_key(self) -> tuple[float, int]:
+        return (self.ts, self.seq)
 
     def to_dict(self) -> dict[str, Any]:
         return {"stream": self.stream, "id": self.id, "ts": self.ts, "x": self.x, "seq": self.seq}
@@ -77,8 +75,8 @@ class LabelEvent:
     kind: Literal["label"] = field(default="label", init=False)
 
     @property
-    def order_key(self) -> tuple[float, int, int]:
-        return (self.ts, LABEL, self.seq)
+    def order_key(self) -> tuple[float, int]:
+        return (self.ts, self.seq)
 
     def to_dict(self) -> dict[str, Any]:
         return {"stream": self.stream, "id": self.id, "ts": self.ts, "y": self.y, "seq": self.seq}
@@ -96,8 +94,8 @@ class EndOfStream:
     kind: Literal["end"] = field(default="end", init=False)
 
     @property
-    def order_key(self) -> tuple[float, int, int]:
-        return (self.ts, END, self.seq)
+    def order_key(self) -> tuple[float, int]:
+        return (self.ts, self.seq)
 
     def to_dict(self) -> dict[str, Any]:
         return {"stream": self.stream, "ts": self.ts, "seq": self.seq, "n_events": self.n_events}

@@ -82,6 +82,10 @@ class WindowMean:
         self.total += x - self.values[p]
         self.values[p] = x
         self.i += 1
+        if p == self.w - 1:
+            # once per turn of the circular vector: drop the rounding residue of the
+            # running sum (amortised O(1)), so a window of zeros reads exactly 0
+            self.total = float(sum(self.values))
 
     def get(self) -> float:
         n = min(self.w, self.i)

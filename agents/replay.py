@@ -1,0 +1,333 @@
+"""Replay producer: write a stream's input events to the features and labels topics.
+
+:func:`replay` takes the ordered input events of one or more streams
+(:class:`~pipeline.events.FeatureEvent`, :class:`~pipeline.events.LabelEvent`,
+:class:`~pipeline.events.EndOfStream`) and produces them with one idempotent
+confluent-kafka producer:
+
+* feature events to the features topic, label events to the labels topic, the
+  end-of-stream marker to *both* (``{"stream", "end": true, "ts", "seq",
+  "n_events"}``, see ``schemas/end-of-stream.json``);
+* key = stream id (UTF-8), value = compact JSON (:func:`schemas.encode`);
+  one producer and one partitioner for both topics, so a stream's features and
+  labels land on the same partition number of the co-partitioned topics. The
+  partitioner is ``murmur2_random``, the Java client's (and aiokafka's/Faust's)
+  default, so any client writing a stream's key picks the same partition;
+* ``enable.idempotence`` (acks=all, no duplicates or reordering on retries),
+  so the order of one stream's events within a partition is the schedule order;
+* event-time pacing: with ``speed=S`` an event with time ``ts`` is sent
+  ``(ts - ts_first) / S`` wall seconds after the first; ``speed=None`` sends as
+  fast as the broker takes them.
+
+Missing feature values: a NaN in ``x`` is a missing value and is left out of
+the message (JSON has no NaN); an infinite feature value, ``ts`` or ``y`` is an
+error (:class:`ValueError` naming the event).
+
+The message layout is one event per message. :class:`MessageFormat` is the
+seam for another layout (several events per message): a format turns events
+into :class:`Message` objects and may hold some back until :meth:`flush`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.config import KafkaSettings
+from agents.topics import TopicNames
+from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
+from schemas import encode
+
+log = logging.getLogger(__name__)
+
+#: Producer settings for replays; override any of them with ``producer_config``.
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 5,
+    "batch.num.messages": 10000,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+    "partitioner": "murmur2_random",
+    "message.timeout.ms": 120_000,
+}
+MAX_ERRORS_KEPT = 5
+
+
+class ReplayError(RuntimeError):
+    """Some messages were not delivered (the replay is incomplete)."""
+
+    def __init__(self, message: str, stats: ReplayStats, errors: list[str]) -> None:
+        super().__init__(message)
+        self.stats = stats
+        self.errors = errors
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One Kafka message to produce: topic kind (``features``/``labels``), key, value."""
+
+    kind: str
+    key: bytes
+    value: bytes
+
+
+class MessageFormat(Protocol):
+    """Turns input events into messages (the seam for a batched layout)."""
+
+    def add(self, event: InputEvent) -> list[Message]:
+        """Messages ready to send after ``event`` (possibly none, if held back)."""
+        ...
+
+    def flush(self) -> list[Message]:
+        """Messages still held back (end of the replay)."""
+        ...
+
+
+def _finite(value: Any) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+def feature_message(event: FeatureEvent) -> dict[str, Any]:
+    """Wire dict of a feature event; NaN feature values are left out (missing).
+
+    >>> ev = FeatureEvent("s", "1", 0.0, {"a": float("nan"), "b": 2.0}, 7)
+    >>> feature_message(ev)
+    {'stream': 's', 'id': '1', 'ts': 0.0, 'x': {'b': 2.0}, 'seq': 7}
+    """
+    x = event.x
+    if not all(_finite(v) for v in x.values()):
+        clean = {}
+        for name, value in x.items():
+            if isinstance(value, float) and math.isnan(value):
+                continue
+            if not _finite(value):
+                raise ValueError(
+                    f"stream {event.stream!r} instance {event.id!r} (seq {event.seq}): "
+                    f"feature {name!r} is {value}; JSON cannot carry infinities"
+                )
+            clean[name] = value
+        x = clean
+    if not _finite(event.ts):
+        raise ValueError(f"stream {event.stream!r} seq {event.seq}: ts is {event.ts}")
+    return {"stream": event.stream, "id": event.id, "ts": event.ts, "x": x, "seq": event.seq}
+
+
+def label_message(event: LabelEvent) -> dict[str, Any]:
+    """Wire dict of a label event."""
+    if not (_finite(event.ts) and _finite(event.y)):
+        raise ValueError(
+            f"stream {event.stream!r} instance {event.id!r} (seq {event.seq}): "
+            f"ts={event.ts}, y={event.y}: JSON cannot carry NaN or infinities"
+        )
+    return event.to_dict()
+
+
+def end_message(event: EndOfStream) -> dict[str, Any]:
+    """Wire dict of the end-of-stream marker (sent to both input topics)."""
+    if not _finite(event.ts):
+        raise ValueError(f"stream {event.stream!r} end marker: ts is {event.ts}")
+    return {
+        "stream": event.stream,
+        "end": True,
+        "ts": event.ts,
+        "seq": event.seq,
+        "n_events": event.n_events,
+    }
+
+
+class OneEventPerMessage:
+    """The current wire layout: every event is its own message."""
+
+    def add(self, event: InputEvent) -> list[Message]:
+        """Encode ``event`` at once."""
+        key = event.stream.encode("utf-8")
+        if isinstance(event, FeatureEvent):
+            return [Message("features", key, encode(feature_message(event)))]
+        if isinstance(event, LabelEvent):
+            return [Message("labels", key, encode(label_message(event)))]
+        if isinstance(event, EndOfStream):
+            value = encode(end_message(event))
+            return [Message("features", key, value), Message("labels", key, value)]
+        raise TypeError(f"not an input event: {event!r}")
+
+    def flush(self) -> list[Message]:
+        """Nothing is ever held back."""
+        return []
+
+
+@dataclass
+class ReplayStats:
+    """What a replay sent."""
+
+    n_features: int = 0
+    n_labels: int = 0
+    n_end: int = 0
+    n_messages: int = 0
+    n_bytes: int = 0
+    n_delivered: int = 0
+    n_failed: int = 0
+    seconds: float = 0.0
+    streams: set[str] = field(default_factory=set)
+
+    @property
+    def n_events(self) -> int:
+        """Input events replayed (features + labels + end markers)."""
+        return self.n_features + self.n_labels + self.n_end
+
+    @property
+    def rate(self) -> float:
+        """Events per second."""
+        return self.n_events / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly summary."""
+        return {
+            "n_events": self.n_events,
+            "n_features": self.n_features,
+            "n_labels": self.n_labels,
+            "n_end": self.n_end,
+            "n_messages": self.n_messages,
+            "n_bytes": self.n_bytes,
+            "n_delivered": self.n_delivered,
+            "n_failed": self.n_failed,
+            "seconds": round(self.seconds, 3),
+            "events_per_s": round(self.rate, 1),
+            "streams": sorted(self.streams),
+        }
+
+
+def _make_progress(progress: bool | None, total: int | None) -> Any:
+    from pipeline.progress import Progress
+
+    enabled = sys.stderr.isatty() if progress is None else progress
+    return Progress(total=total, label="events", stream=sys.stderr, enabled=enabled)
+
+
+def replay(
+    events: Iterable[InputEvent],
+    settings: KafkaSettings | str,
+    topics: TopicNames | None = None,
+    *,
+    speed: float | None = None,
+    progress: bool | None = None,
+    total: int | None = None,
+    producer_config: dict[str, Any] | None = None,
+    message_format: MessageFormat | None = None,
+    flush_timeout: float = 60.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> ReplayStats:
+    """Produce ``events`` (in order) to the features and labels topics; return the stats.
+
+    Parameters
+    ----------
+    events
+        Input events in schedule order (any iterable; consumed once).
+    settings
+        Connection settings, or a bootstrap string for a plaintext cluster.
+    topics
+        Topic names; default: those of ``settings.topic_prefix`` (or the default prefix).
+    speed
+        ``None``: as fast as possible. ``S > 0``: ``S`` times event time
+        (``S=1`` real time, ``S=60`` one event-minute per second).
+    progress
+        Progress bar on stderr: ``None`` = only when stderr is a terminal.
+    total
+        Number of events, for the progress bar's ETA (default: ``len(events)`` if known).
+    producer_config
+        Extra librdkafka settings over :data:`PRODUCER_DEFAULTS`.
+    message_format
+        Event-to-message layout (default :class:`OneEventPerMessage`).
+    flush_timeout
+        Seconds to wait at the end for outstanding deliveries.
+
+    Raises :class:`ReplayError` if any message was not delivered (after
+    librdkafka's own retries), ``ValueError`` for an event JSON cannot carry.
+    """
+    from confluent_kafka import KafkaException, Producer
+
+    if speed is not None and not speed > 0:
+        raise ValueError(f"speed must be > 0 (or None for as fast as possible), got {speed}")
+    if isinstance(settings, str):
+        settings = KafkaSettings(bootstrap_servers=settings)
+    names = topics or TopicNames.for_prefix(settings.topic_prefix)
+    topic_of = {"features": names.features, "labels": names.labels}
+    fmt = message_format or OneEventPerMessage()
+    if total is None and hasattr(events, "__len__"):
+        total = len(events)  # type: ignore[arg-type]
+
+    conf = {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
+    producer = Producer(conf)
+    stats = ReplayStats()
+    errors: list[str] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            stats.n_delivered += 1
+            return
+        stats.n_failed += 1
+        if len(errors) < MAX_ERRORS_KEPT:
+            errors.append(f"{msg.topic()}: {err}")
+
+    def send(message: Message) -> None:
+        topic = topic_of[message.kind]
+        while True:
+            try:
+                producer.produce(topic, message.value, message.key, on_delivery=on_delivery)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.05)
+        stats.n_messages += 1
+        stats.n_bytes += len(message.value)
+
+    bar = _make_progress(progress, total)
+    start = clock()
+    ts0: float | None = None
+    try:
+        for event in events:
+            if speed is not None:
+                if ts0 is None:
+                    ts0 = event.ts
+                due = start + (event.ts - ts0) / speed
+                while (wait := due - clock()) > 0:
+                    producer.poll(min(wait, 0.1))
+            for message in fmt.add(event):
+                send(message)
+            if isinstance(event, FeatureEvent):
+                stats.n_features += 1
+            elif isinstance(event, LabelEvent):
+                stats.n_labels += 1
+            else:
+                stats.n_end += 1
+            stats.streams.add(event.stream)
+            producer.poll(0)
+            bar.advance()
+        for message in fmt.flush():
+            send(message)
+        remaining = producer.flush(flush_timeout)
+    except KafkaException as exc:
+        raise ReplayError(f"replay aborted: {exc}", stats, errors) from exc
+    except BaseException:
+        producer.flush(min(flush_timeout, 5.0))  # deliver what was queued before the error
+        raise
+    finally:
+        stats.seconds = clock() - start
+        bar.close()
+    if remaining:
+        stats.n_failed += remaining
+        errors.append(f"{remaining} messages still queued after {flush_timeout:.0f} s")
+    if stats.n_failed:
+        raise ReplayError(
+            f"{stats.n_failed} of {stats.n_messages} messages were not delivered to "
+            f"{settings.confluent_config()['bootstrap.servers']}: " + "; ".join(errors),
+            stats,
+            errors,
+        )
+    log.info("replayed %s", stats.as_dict())
+    return stats

@@ -1,0 +1,266 @@
+"""The pipeline's topics: names, layout and explicit creation.
+
+Every topic is ``prefix + kind`` for the kinds in :data:`TOPIC_KINDS`. All of
+them are keyed by stream id and created with the *same* partition count, so
+they are co-partitioned: the features and labels of one stream land on the same
+partition number, and so do its predictions, metrics, drift events and
+checkpoints -- a worker that owns a partition owns whole streams.
+
+``experiments`` and ``checkpoints`` are compacted (``cleanup.policy=compact``):
+only the latest definition / state per key matters.
+
+Topics are created explicitly (auto-created topics on Tansu get 4 partitions,
+on Apache Kafka ``num.partitions``), idempotently: a topic that already exists
+is fine when its partition count matches, and a :class:`TopicMismatch` when it
+does not (re-partitioning would move streams between partitions mid-run).
+
+Tansu (the embedded broker, memory storage) notes, checked against Tansu
+0.6.0-510f3e2: it accepts topic configs on ``CreateTopics`` and returns them
+from ``DescribeConfigs``, but does not validate values and does not compact --
+every record of a "compacted" topic stays readable, so readers must treat
+these topics as "last value per key wins" (which is their meaning anyway).
+It accepts ``replication_factor=-1`` (broker default), used here by default.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TOPIC_KINDS: tuple[str, ...] = (
+    "features",
+    "labels",
+    "predictions",
+    "metrics",
+    "drift",
+    "deadletter",
+    "experiments",
+    "checkpoints",
+)
+#: Kinds whose topics are compacted (latest value per key).
+COMPACTED: frozenset[str] = frozenset({"experiments", "checkpoints"})
+#: Kinds that must share one partition count (the input join).
+CO_PARTITIONED: tuple[str, ...] = ("features", "labels")
+
+
+class TopicError(RuntimeError):
+    """Topics could not be created or checked."""
+
+
+class TopicMismatch(TopicError):
+    """An existing topic's layout differs from what the pipeline needs."""
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """The full topic name of every kind for one prefix.
+
+    >>> TopicNames.for_prefix("se.").features
+    'se.features'
+    """
+
+    prefix: str
+    features: str
+    labels: str
+    predictions: str
+    metrics: str
+    drift: str
+    deadletter: str
+    experiments: str
+    checkpoints: str
+
+    @classmethod
+    def for_prefix(cls, prefix: str = "streameval.") -> TopicNames:
+        """Names ``prefix + kind`` for every kind."""
+        return cls(prefix, *(prefix + kind for kind in TOPIC_KINDS))
+
+    def by_kind(self) -> dict[str, str]:
+        """``{kind: topic name}`` in :data:`TOPIC_KINDS` order."""
+        return {kind: getattr(self, kind) for kind in TOPIC_KINDS}
+
+    def kind_of(self, topic: str) -> str | None:
+        """The kind of a full topic name, or ``None`` when it is not one of ours."""
+        for kind, name in self.by_kind().items():
+            if name == topic:
+                return kind
+        return None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.by_kind().values())
+
+
+def topic_names(prefix: str = "streameval.") -> TopicNames:
+    """Shorthand for :meth:`TopicNames.for_prefix`."""
+    return TopicNames.for_prefix(prefix)
+
+
+def topic_config(kind: str) -> dict[str, str]:
+    """Topic-level configs for ``kind`` (compaction for experiments/checkpoints)."""
+    if kind in COMPACTED:
+        return {"cleanup.policy": "compact"}
+    return {}
+
+
+def _partition_counts(partitions: int | Mapping[str, int], kinds: Iterable[str]) -> dict[str, int]:
+    if isinstance(partitions, int):
+        counts = {kind: partitions for kind in kinds}
+    else:
+        default = partitions.get("default")
+        counts = {}
+        for kind in kinds:
+            n = partitions.get(kind, default)
+            if n is None:
+                raise TopicError(f"no partition count for topic kind {kind!r}")
+            counts[kind] = n
+    for kind, n in counts.items():
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise TopicError(f"partition count of {kind!r} must be an integer >= 1, got {n!r}")
+    co = {counts[k] for k in CO_PARTITIONED if k in counts}
+    if len(co) > 1:
+        raise TopicError(
+            f"features and labels must be co-partitioned (same count), got "
+            f"{ {k: counts[k] for k in CO_PARTITIONED} }"
+        )
+    return counts
+
+
+def ensure_topics(
+    admin_config: dict[str, Any],
+    partitions: int | Mapping[str, int] = 4,
+    *,
+    prefix: str = "streameval.",
+    kinds: Iterable[str] = TOPIC_KINDS,
+    replication_factor: int = -1,
+    timeout: float = 15.0,
+) -> TopicNames:
+    """Create the pipeline's topics if missing and check the existing ones.
+
+    ``admin_config`` is a confluent-kafka config (at least ``bootstrap.servers``;
+    :meth:`~agents.config.KafkaSettings.confluent_config` gives one).
+    ``partitions`` is one count for every topic, or ``{kind: count}`` with an
+    optional ``"default"``; features and labels must get the same count.
+    ``replication_factor=-1`` asks for the broker's default.
+
+    Returns the :class:`TopicNames`. Raises :class:`TopicMismatch` listing every
+    existing topic whose partition count differs, :class:`TopicError` on other
+    failures (including a cluster that does not answer within ``timeout``).
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    kinds = tuple(kinds)
+    unknown = [k for k in kinds if k not in TOPIC_KINDS]
+    if unknown:
+        raise TopicError(f"unknown topic kinds {unknown}; known: {', '.join(TOPIC_KINDS)}")
+    counts = _partition_counts(partitions, kinds)
+    names = TopicNames.for_prefix(prefix)
+    wanted = {getattr(names, kind): kind for kind in kinds}
+    admin = AdminClient(dict(admin_config))
+
+    try:
+        existing = admin.list_topics(timeout=timeout).topics
+    except KafkaException as exc:
+        raise TopicError(f"cannot list topics: {exc.args[0] if exc.args else exc}") from exc
+
+    to_create = [
+        NewTopic(
+            name,
+            num_partitions=counts[kind],
+            replication_factor=replication_factor,
+            config=topic_config(kind),
+        )
+        for name, kind in wanted.items()
+        if name not in existing
+    ]
+    if to_create:
+        futures = admin.create_topics(to_create, request_timeout=timeout, operation_timeout=timeout)
+        failures = []
+        for name, fut in futures.items():
+            try:
+                fut.result()
+                log.info("created topic %s (%d partitions)", name, counts[wanted[name]])
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else exc
+                if isinstance(err, KafkaError) and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue  # created concurrently: checked below
+                failures.append(f"{name}: {err}")
+        if failures:
+            raise TopicError("cannot create topics: " + "; ".join(failures))
+
+    actual = _wait_for_metadata(admin, list(wanted), timeout)
+    mismatches = [
+        f"{name} has {actual[name]} partitions, expected {counts[kind]}"
+        for name, kind in wanted.items()
+        if actual[name] != counts[kind]
+    ]
+    if mismatches:
+        raise TopicMismatch(
+            "existing topics do not match the pipeline's layout: "
+            + "; ".join(mismatches)
+            + ". Delete them (their data is lost), or use another STREAMEVAL_TOPIC_PREFIX, "
+            "or set STREAMEVAL_PARTITIONS to the existing count."
+        )
+    _warn_uncompacted(admin, {n: k for n, k in wanted.items() if k in COMPACTED}, timeout)
+    return names
+
+
+def _wait_for_metadata(admin: Any, topics: list[str], timeout: float) -> dict[str, int]:
+    """Partition count of each topic, waiting until all of them show up in metadata."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    missing: list[str] = list(topics)
+    while True:
+        try:
+            md = admin.list_topics(timeout=max(0.5, deadline - time.monotonic()))
+        except KafkaException as exc:
+            raise TopicError(f"cannot list topics: {exc.args[0] if exc.args else exc}") from exc
+        found = {
+            name: len(md.topics[name].partitions)
+            for name in topics
+            if name in md.topics and md.topics[name].error is None and md.topics[name].partitions
+        }
+        missing = [t for t in topics if t not in found]
+        if not missing:
+            return found
+        if time.monotonic() >= deadline:
+            raise TopicError(f"topics not visible in metadata after {timeout:.0f} s: {missing}")
+        time.sleep(0.1)
+
+
+def _warn_uncompacted(admin: Any, compacted: dict[str, str], timeout: float) -> None:
+    """Log a warning for a compacted-kind topic whose ``cleanup.policy`` lacks compaction."""
+    if not compacted:
+        return
+    from confluent_kafka.admin import ConfigResource
+
+    try:
+        futures = admin.describe_configs(
+            [ConfigResource("topic", name) for name in compacted], request_timeout=timeout
+        )
+        for resource, fut in futures.items():
+            entries = fut.result()
+            policy = entries.get("cleanup.policy")
+            value = policy.value if policy is not None else None
+            if value is not None and "compact" not in value:
+                log.warning(
+                    "topic %s has cleanup.policy=%s; the pipeline expects compact",
+                    resource.name,
+                    value,
+                )
+    except Exception as exc:  # describe_configs is best effort (ACLs, old brokers)
+        log.debug("cannot check cleanup.policy: %s", exc)
+
+
+def describe_topics(admin_config: dict[str, Any], prefix: str, timeout: float = 10.0) -> dict:
+    """``{topic: partition count}`` of the pipeline topics that exist (diagnostics)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient(dict(admin_config)).list_topics(timeout=timeout)
+    names = TopicNames.for_prefix(prefix)
+    return {name: len(md.topics[name].partitions) for name in names if name in md.topics}

@@ -1,0 +1,130 @@
+"""What an experiment is: one stream, several learners, how to score them.
+
+An :class:`ExperimentConfig` is all that is needed to rebuild an experiment:
+``streameval evaluate`` builds it from command-line options, the Kafka
+pipeline ships it as a message on the ``experiments`` topic. Both drivers then
+feed the same :class:`~pipeline.experiment.Experiment`, so equal configs and
+equal event sequences give equal results, number for number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
+
+from pipeline.metrics.forgetting import Forgetting
+
+Task = Literal["classification", "regression"]
+
+
+@dataclass
+class ExperimentConfig:
+    """One stream evaluated with several learners.
+
+    Parameters
+    ----------
+    stream
+        Stream id (the dataset spec for replays).
+    learners
+        Learner specs (``nochange``, ``ta:ht``, ...); see :mod:`pipeline.learners`.
+    task
+        ``classification`` or ``regression``.
+    window, fading
+        Extra prequential estimators besides the whole history: a sliding window
+        of ``window`` labels and/or a fading factor ``fading``
+        (``prequential-error-fading-factors.txt``, Alg. 2 and 3).
+    reeval_k, bins
+        Continuous re-evaluation: re-predict every pending instance every
+        ``reeval_k`` labels and report ``bins`` + 2 bins
+        (``delayed-labelling-continuous-reevaluation.txt``, Alg. 1). ``None``
+        switches re-evaluation off.
+    weights
+        Weight preset (``first-time``, ``test-then-train``, ``uniform``,
+        ``exponential``) or an explicit comma-separated vector for the summary
+        ``Psi_W`` (sect. 7.3).
+    detectors, drift_reset
+        Drift detector specs attached to every learner's error stream; with
+        ``drift_reset`` a learner is rebuilt from its spec on each alarm.
+    positive, auc_window
+        Positive class of a binary stream for the prequential AUC and its
+        sliding window (``prequential-auc.txt``).
+    pending_cap
+        Most instances kept waiting for their labels; beyond it the oldest is
+        evicted and counted, never silently kept.
+    snapshot_every
+        Emit a metric snapshot every this many labels (0: only at the end).
+    max_lag
+        Longest label history kept for the temporal-dependence diagnostics.
+    drift_points
+        Known drift positions (instance indices) of a synthetic stream, to
+        score detection delay, false alarms and misses.
+    dataset, delay, limit
+        Where the events come from (a dataset spec, a delay spec, at most
+        ``limit`` instances): descriptive for the core, used by the drivers
+        and the replay producer.
+    """
+
+    stream: str
+    learners: list[str]
+    task: Task = "classification"
+    window: int | None = None
+    fading: float | None = None
+    reeval_k: int | None = None
+    bins: int = 0
+    weights: str = "uniform"
+    detectors: list[str] = field(default_factory=list)
+    drift_reset: bool = False
+    positive: str | None = None
+    auc_window: int = 1000
+    pending_cap: int | None = 1_000_000
+    snapshot_every: int = 0
+    max_lag: int = 5
+    seed: int = 0
+    drift_points: list[int] = field(default_factory=list)
+    dataset: str | None = None
+    delay: str = "0"
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.learners:
+            raise ValueError("an experiment needs at least one learner")
+        if len(set(self.learners)) != len(self.learners):
+            raise ValueError(f"learner specs must be distinct, got {self.learners}")
+        if self.task not in ("classification", "regression"):
+            raise ValueError(f"task must be classification or regression, got {self.task!r}")
+        if self.window is not None and self.window < 1:
+            raise ValueError(f"--window must be >= 1, got {self.window}")
+        if self.fading is not None and not 0.0 < self.fading <= 1.0:
+            raise ValueError(f"--fading must be in (0, 1], got {self.fading}")
+        if self.reeval_k is not None and self.reeval_k < 1:
+            raise ValueError(f"--reeval-k must be >= 1, got {self.reeval_k}")
+        if self.bins < 0:
+            raise ValueError(f"--bins must be >= 0, got {self.bins}")
+        if self.pending_cap is not None and self.pending_cap < 1:
+            raise ValueError(f"pending cap must be >= 1, got {self.pending_cap}")
+        if self.auc_window < 1:
+            raise ValueError(f"AUC window must be >= 1, got {self.auc_window}")
+
+    @property
+    def reeval(self) -> bool:
+        return self.reeval_k is not None
+
+    def estimators(self) -> dict[str, Forgetting]:
+        """The prequential estimators every metric is computed with, by name."""
+        out = {"whole": Forgetting.whole()}
+        if self.window is not None:
+            out["window"] = Forgetting.sliding(self.window)
+        if self.fading is not None:
+            out["fading"] = Forgetting.fading(self.fading)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown experiment fields: {sorted(unknown)}")
+        return cls(**d)

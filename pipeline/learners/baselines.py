@@ -1,0 +1,163 @@
+"""Baselines that look only at the labels, never at the features.
+
+Žliobaitė, Bifet, Read, Pfahringer & Holmes, *Evaluation methods and decision
+theory for classification of streaming data with temporal dependence*
+(``temporal-dependence-evaluation-journal.txt``), sect. 4.1:
+
+* :class:`NoChange` is the Persistent classifier of Definition 3: it predicts
+  the label it saw last. Its accuracy is ``P(y_t = y_{t-1})`` (eq. 7), the
+  reference of the Kappa-Temporal statistic.
+* :class:`Majority` is the Majority Class classifier of Definition 2: it
+  predicts the most frequent label (eq. 6), here over the whole history or a
+  sliding window of the last ``window`` labels.
+
+:class:`TargetMean` is the regression counterpart of :class:`Majority`.
+
+"Last" and "most frequent" are in the order the labels were *learned*, which
+is the order in which they arrived: under delayed labels :class:`NoChange`
+repeats the newest label it has received, not the label of the previous
+instance. All three accept new classes at any time, and give the same answer
+to every pending instance, so their ``*_many`` methods compute it once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Hashable, Sequence
+
+from pipeline.learners.base import Features, Proba
+from pipeline.learners.mixins import ProbaMixin, check_aligned
+
+
+def _check_window(window: int | None) -> None:
+    if window is not None and (isinstance(window, bool) or window < 1):
+        raise ValueError(f"window must be a positive int or None, got {window!r}")
+
+
+class NoChange(ProbaMixin):
+    """Persistent classifier (Definition 3): predict the last learned label.
+
+    >>> model = NoChange()
+    >>> model.predict_proba_one({})
+    {}
+    >>> for y in ("UP", "UP", "DOWN"):
+    ...     model.learn_one({}, y)
+    >>> model.predict_proba_one({"nswprice": 0.1})
+    {'DOWN': 1.0}
+    """
+
+    def __init__(self) -> None:
+        self.last: Hashable | None = None
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
+        self.last = y
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
+        return {} if self.last is None else {self.last: 1.0}
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        if at is not None:
+            check_aligned(xs, at)
+        proba = self.predict_proba_one({})
+        return [dict(proba) for _ in xs]
+
+
+class Majority(ProbaMixin):
+    """Majority Class classifier (Definition 2), whole history or last ``window`` labels.
+
+    The probabilities are the label frequencies, so the prediction is the most
+    frequent label and a tie goes to the smallest label, as in
+    :func:`~pipeline.learners.base.argmax`.
+
+    >>> model = Majority(window=3)
+    >>> for y in ("b", "b", "a", "a"):
+    ...     model.learn_one({}, y)
+    >>> model.predict_proba_one({})  # the window holds b, a, a
+    {'b': 0.3333333333333333, 'a': 0.6666666666666666}
+    >>> model.learn_one({}, "b")  # a, a, b
+    >>> model.predict_one({})
+    'a'
+    """
+
+    def __init__(self, window: int | None = None) -> None:
+        _check_window(window)
+        self.window = window
+        self.counts: Counter[Hashable] = Counter()
+        self._recent: deque[Hashable] | None = deque() if window is not None else None
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
+        self.counts[y] += 1
+        if self._recent is None or self.window is None:
+            return
+        self._recent.append(y)
+        if len(self._recent) > self.window:
+            old = self._recent.popleft()
+            self.counts[old] -= 1
+            if self.counts[old] == 0:
+                del self.counts[old]
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
+        total = sum(self.counts.values())
+        return {label: n / total for label, n in self.counts.items()} if total else {}
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        if at is not None:
+            check_aligned(xs, at)
+        proba = self.predict_proba_one({})
+        return [dict(proba) for _ in xs]
+
+
+class TargetMean:
+    """Regression baseline: the mean of the learned targets (all, or the last ``window``).
+
+    Non-finite targets are ignored. Predicts ``None`` before the first target.
+
+    >>> model = TargetMean(window=2)
+    >>> model.predict_one({}) is None
+    True
+    >>> for y in (1.0, 2.0, 4.0):
+    ...     model.learn_one({}, y)
+    >>> model.predict_one({})
+    3.0
+    """
+
+    def __init__(self, window: int | None = None) -> None:
+        _check_window(window)
+        self.window = window
+        self.total = 0.0
+        self.count = 0
+        self._recent: deque[float] = deque()
+        self._updates = 0
+
+    def learn_one(self, x: Features, y: float, *, at: int | None = None) -> None:
+        y = float(y)
+        if not math.isfinite(y):
+            return
+        if self.window is None:
+            self.total += y
+            self.count += 1
+            return
+        self._recent.append(y)
+        self.total += y
+        if len(self._recent) > self.window:
+            self.total -= self._recent.popleft()
+        self.count = len(self._recent)
+        self._updates += 1
+        if self._updates % self.window == 0:
+            # Re-sum now and then so that rounding errors of the running sum cannot pile up.
+            self.total = math.fsum(self._recent)
+
+    def predict_one(self, x: Features, *, at: int | None = None) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def predict_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[float | None]:
+        if at is not None:
+            check_aligned(xs, at)
+        return [self.predict_one({})] * len(xs)

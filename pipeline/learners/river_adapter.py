@@ -1,0 +1,147 @@
+"""Any river model behind the streameval learner protocol.
+
+:class:`RiverClassifier` and :class:`RiverRegressor` add the ``at`` keyword
+(ignored: a river model has no notion of arrival order), a batch method that
+loops over ``predict_proba_one`` (river's batch methods need pandas), plain
+``float`` probabilities, and one rule for bad feature values:
+
+* a numeric feature that is NaN or infinite, and a feature whose value is
+  ``None``, is *missing*: it is removed from the instance before the model
+  sees it, for learning and for prediction alike. River models take sparse
+  dicts, so a missing feature is what they handle best (a Hoeffding tree
+  follows its most common branch, naive Bayes leaves the feature out of the
+  likelihood, a scaler or a distance skips it);
+* a regressor does not learn from a target that is not finite.
+
+Models that need numbers (kNN, linear models) get categorical (``str``)
+features one-hot encoded by river's own preprocessing, see
+:func:`with_one_hot`; Hoeffding trees and forests split on ``str`` features
+natively. Naive Bayes should not get one-hot columns: see
+:mod:`pipeline.learners.naive_bayes`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from river import base as river_base
+from river import compose, preprocessing
+
+from pipeline.learners.base import Features, Proba
+from pipeline.learners.mixins import ProbaMixin, check_aligned
+
+
+def clean(x: Features) -> dict[str, Any]:
+    """A copy of ``x`` without its missing values (``None``, NaN, infinities).
+
+    >>> clean({"a": 1.0, "b": float("nan"), "c": "CO", "d": float("-inf"), "e": None})
+    {'a': 1.0, 'c': 'CO'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in x.items():
+        if value is None or (
+            isinstance(value, numbers.Real)
+            and not isinstance(value, numbers.Integral)
+            and not math.isfinite(value)
+        ):
+            continue
+        out[key] = value
+    return out
+
+
+def with_one_hot(model: river_base.Estimator, *, scale: bool = False) -> compose.Pipeline:
+    """``model`` fed with numeric features as they are (or standardised) and
+    ``str`` features one-hot encoded, all by river transformers.
+
+    >>> from river import naive_bayes
+    >>> pipe = with_one_hot(naive_bayes.GaussianNB())
+    >>> pipe.learn_one({"Length": 205.0, "Airline": "CO"}, "1")
+    >>> sorted(pipe.transform_one({"Length": 222.0, "Airline": "US"}))
+    ['Airline_CO', 'Airline_US', 'Length']
+    """
+    numeric: river_base.Transformer = compose.SelectType(numbers.Number)
+    if scale:
+        numeric = numeric | preprocessing.StandardScaler()
+    categorical = compose.SelectType(str) | preprocessing.OneHotEncoder()
+    return compose.TransformerUnion(numeric, categorical) | model
+
+
+class RiverClassifier(ProbaMixin):
+    """A river classifier (or a pipeline ending in one) as a streameval learner.
+
+    >>> from river import tree
+    >>> model = RiverClassifier(tree.HoeffdingTreeClassifier())
+    >>> model.predict_proba_one({"Airline": "CO", "Length": 205.0})
+    {}
+    >>> model.learn_one({"Airline": "CO", "Length": 205.0}, "1", at=0)
+    >>> model.predict_proba_one({"Airline": "US", "Length": float("nan")}, at=1)
+    {'1': 1.0}
+    """
+
+    def __init__(self, model: river_base.Classifier) -> None:
+        self.model = model
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
+        self.model.learn_one(clean(x), y)
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
+        proba = self.model.predict_proba_one(clean(x))
+        return {label: float(p) for label, p in proba.items()}
+
+    def __repr__(self) -> str:
+        return f"RiverClassifier({self.model!r})"
+
+
+class RiverRegressor:
+    """A river regressor (or a pipeline ending in one) as a streameval learner.
+
+    >>> from river import tree
+    >>> model = RiverRegressor(tree.HoeffdingTreeRegressor(leaf_prediction="mean"))
+    >>> model.learn_one({"x": 1.0}, 2.0)
+    >>> model.learn_one({"x": 2.0}, float("nan"))  # ignored
+    >>> model.predict_one({"x": float("inf")})
+    2.0
+    """
+
+    def __init__(self, model: river_base.Regressor) -> None:
+        self.model = model
+
+    def learn_one(self, x: Features, y: float, *, at: int | None = None) -> None:
+        y = float(y)
+        if math.isfinite(y):
+            self.model.learn_one(clean(x), y)
+
+    def predict_one(self, x: Features, *, at: int | None = None) -> float | None:
+        y = self.model.predict_one(clean(x))
+        return None if y is None else float(y)
+
+    def predict_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[float | None]:
+        if at is not None:
+            check_aligned(xs, at)
+        return [self.predict_one(x) for x in xs]
+
+    def __repr__(self) -> str:
+        return f"RiverRegressor({self.model!r})"
+
+
+def as_classifier(model: Any) -> Any:
+    """``model`` itself if it speaks the streameval protocol, else wrapped in
+    :class:`RiverClassifier` if it is a river classifier.
+
+    >>> from river import naive_bayes
+    >>> as_classifier(naive_bayes.GaussianNB())
+    RiverClassifier(GaussianNB ())
+    >>> as_classifier(with_one_hot(naive_bayes.GaussianNB())).model.steps.keys()
+    odict_keys(['TransformerUnion', 'GaussianNB'])
+    """
+    if hasattr(model, "predict_proba_many") and not isinstance(model, river_base.Estimator):
+        return model
+    last = list(model.steps.values())[-1] if isinstance(model, compose.Pipeline) else model
+    if isinstance(last, river_base.Classifier):
+        return RiverClassifier(model)
+    raise TypeError(f"{model!r} is neither a streameval classifier nor a river classifier")

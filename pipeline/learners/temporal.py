@@ -1,0 +1,319 @@
+"""Wrappers that let any classifier use the temporal dependence of the labels.
+
+Žliobaitė, Bifet, Read, Pfahringer & Holmes, *Evaluation methods and decision
+theory for classification of streaming data with temporal dependence*
+(``temporal-dependence-evaluation-journal.txt``), sect. 3:
+
+* :class:`TemporallyAugmented` (sect. 3.2, eq. 4) appends the ``lags`` previous
+  labels to the features, as categorical features ``_y_lag1``, ``_y_lag2``, ...
+  and lets the wrapped classifier learn what they say;
+* :class:`TemporalCorrection` (sect. 3.1, eq. 3) multiplies the wrapped
+  classifier's probabilities by ``P(y_t=i | y_{t-1}) / P(y_t=i)``, both
+  estimated from the label stream with an exponential moving average
+  (sect. 6.3).
+
+The paper assumes that ``y_{t-1}`` is known when ``y_t`` is predicted. When
+labels are delayed it is not, and sect. 8 names the two ways out: use an older
+label, or the previous *predicted* label. Both wrappers read the labels
+released so far from the experiment's :class:`~pipeline.learners.base.StreamContext`;
+the ``fill`` option of :class:`TemporallyAugmented` chooses between the two
+ways. Without a context they keep their own history of the labels they learn,
+which is right under immediate labels (the plain test-then-train loop), so
+that they can be used like any river model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Hashable, Sequence
+from typing import Any, Literal
+
+from pipeline.learners.base import Features, Proba, StreamContext, argmax
+from pipeline.learners.mixins import ProbaMixin, check_aligned
+from pipeline.learners.river_adapter import as_classifier
+
+#: The value of a lag feature whose label is not known (start of the stream, or
+#: a label neither received nor predicted yet).
+MISSING = "?"
+
+Fill = Literal["received", "predicted"]
+
+
+def lag_feature(k: int) -> str:
+    """The name of the feature that holds the label ``k`` steps back.
+
+    >>> lag_feature(1)
+    '_y_lag1'
+    """
+    return f"_y_lag{k}"
+
+
+class TemporallyAugmented(ProbaMixin):
+    """Temporally Augmented classifier (sect. 3.2, eq. 4): ``h(X_t, y_{t-1}, ..., y_{t-l})``.
+
+    The instance is passed to ``base`` with ``lags`` extra ``str`` features:
+    ``_y_lag1`` for the newest previous label, ... ``_y_lag{lags}`` for the
+    oldest, each ``str(label)`` or :data:`MISSING` (``"?"``) when unknown. A
+    feature of ``x`` with one of these names is overwritten. Being strings,
+    the labels are nominal attributes for Hoeffding trees and forests and are
+    one-hot encoded for naive Bayes and kNN (see
+    :func:`~pipeline.learners.river_adapter.with_one_hot`).
+
+    Which labels are "previous" (``context`` given):
+
+    * ``fill="received"``: the ``lags`` labels most recently *received* when
+      the call is made, newest first. With immediate labels these are
+      ``y_{t-1}, ..., y_{t-l}`` exactly as in the paper; with delayed labels
+      they are older labels (the first option of sect. 8), and they may even
+      belong to instances that arrived *after* this one if labels come out of
+      order.
+    * ``fill="predicted"``: the labels of the instances that arrived just
+      before this one (arrival indices ``at-1``, ..., ``at-l``): the true label
+      if it has been received, else this wrapper's own latest prediction for
+      that instance (the second option of sect. 8), else :data:`MISSING`. The
+      wrapper remembers its latest predicted label per arrival index; it
+      forgets one when that instance is learned (its true label takes over)
+      and keeps at most ``max_predictions`` of them. Calls without ``at`` use
+      ``fill="received"``. The experiment must keep the labels of instances
+      that may still be some pending instance's predecessors
+      (:meth:`~pipeline.learners.base.StreamContext.forget_before`).
+
+    Without a context both settings mean the last ``lags`` labels this
+    wrapper learned, i.e. the paper's setting under immediate labels.
+
+    Training uses the previous labels as they are known *at training time*.
+    Under a delay ``d``, instance ``t`` is learned when its label arrives, when
+    ``y_{t-1}`` is usually known too, whereas it was first predicted when the
+    newest known label was about ``y_{t-d-1}``: the model learns the (strong)
+    lag-1 dependence but is then asked with staler labels (``"received"``) or
+    with its own guesses (``"predicted"``), and tends to over-trust the lag
+    features. This is the honest outcome of delay, not a bug, and what the
+    delayed-label experiments measure.
+
+    >>> from pipeline.learners.baselines import Majority
+    >>> class Show(Majority):
+    ...     def predict_proba_one(self, x, *, at=None):
+    ...         print(x)
+    ...         return super().predict_proba_one(x, at=at)
+    >>> model = TemporallyAugmented(Show(), lags=2)
+    >>> model.learn_one({"a": 1.0}, "UP")
+    >>> model.predict_proba_one({"a": 2.0})
+    {'a': 2.0, '_y_lag1': 'UP', '_y_lag2': '?'}
+    {'UP': 1.0}
+    """
+
+    def __init__(
+        self,
+        base: Any,
+        lags: int = 1,
+        fill: Fill = "received",
+        context: StreamContext | None = None,
+        max_predictions: int = 100_000,
+    ) -> None:
+        if isinstance(lags, bool) or not isinstance(lags, int) or lags < 1:
+            raise ValueError(f"lags must be an int >= 1, got {lags!r}")
+        if fill not in ("received", "predicted"):
+            raise ValueError(f"fill must be 'received' or 'predicted', got {fill!r}")
+        if max_predictions < 1:
+            raise ValueError(f"max_predictions must be >= 1, got {max_predictions!r}")
+        self.base = as_classifier(base)
+        self.lags = lags
+        self.fill = fill
+        self.context = context
+        self.max_predictions = max_predictions
+        self._learned: deque[Hashable] = deque(maxlen=lags)
+        self._predicted: dict[int, Hashable] = {}
+        if context is not None:
+            context.require_recent(lags)
+
+    def previous_labels(self, at: int | None = None) -> list[Hashable | None]:
+        """The ``lags`` labels before the instance ``at``, newest first, ``None`` if unknown."""
+        if self.context is None:
+            known = list(reversed(self._learned))
+        elif self.fill == "predicted" and at is not None:
+            known = [self._label_or_prediction(at - k) for k in range(1, self.lags + 1)]
+        else:
+            known = list(self.context.recent_labels(self.lags))
+        return known + [None] * (self.lags - len(known))
+
+    def _label_or_prediction(self, index: int) -> Hashable | None:
+        if index < 0 or self.context is None:
+            return None
+        y = self.context.label_at(index)
+        return self._predicted.get(index) if y is None else y
+
+    def augment(self, x: Features, at: int | None = None) -> dict[str, Any]:
+        """``x`` plus the lag features for the instance ``at``."""
+        z = dict(x)
+        for k, y in enumerate(self.previous_labels(at), start=1):
+            z[lag_feature(k)] = MISSING if y is None else str(y)
+        return z
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
+        self.base.learn_one(self.augment(x, at), y, at=at)
+        if self.context is None:
+            self._learned.append(y)
+        elif at is not None:
+            self._predicted.pop(at, None)
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
+        proba = self.base.predict_proba_one(self.augment(x, at), at=at)
+        if self.fill == "predicted" and self.context is not None and at is not None:
+            label = argmax(proba)
+            if label is not None:
+                self._remember(at, label)
+        return proba
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        """All at once; under ``fill="predicted"`` one by one in arrival order,
+        so that each prediction can use those of the instances just before it."""
+        if at is None:
+            return self.base.predict_proba_many([self.augment(x) for x in xs])
+        check_aligned(xs, at)
+        if self.fill != "predicted" or self.context is None:
+            augmented = [self.augment(x, i) for x, i in zip(xs, at, strict=True)]
+            return self.base.predict_proba_many(augmented, at=at)
+        out: list[Proba] = [{} for _ in xs]
+        for pos in sorted(range(len(xs)), key=lambda p: at[p]):
+            out[pos] = self.predict_proba_one(xs[pos], at=at[pos])
+        return out
+
+    def _remember(self, at: int, label: Hashable) -> None:
+        self._predicted[at] = label
+        while len(self._predicted) > self.max_predictions:
+            # Dicts keep insertion order: the first key is the earliest first prediction.
+            del self._predicted[next(iter(self._predicted))]
+
+    def __repr__(self) -> str:
+        return f"TemporallyAugmented({self.base!r}, lags={self.lags}, fill={self.fill!r})"
+
+
+class TemporalCorrection(ProbaMixin):
+    """Temporal Correction classifier (sect. 3.1, eq. 3).
+
+    ``P(y_t=i | X_t, y_{t-1})`` is taken proportional to
+    ``P(y_t=i | y_{t-1}) / P(y_t=i) * P(y_t=i | X_t)``, where the last factor is
+    the wrapped classifier's probability, ``y_{t-1}`` is the most recently
+    received label (this wrapper's last learned label without a context), and
+    the products are renormalised to sum to one.
+
+    The two label statistics are exponential moving averages with weight
+    ``alpha`` for the newest observation (sect. 6.3 uses 0.001 on Elec): with
+    ``f = 1 - alpha``, ``S_i <- f S_i + [y = i]`` and ``N <- f N + 1``, and
+    ``P(y=i) = S_i / N`` -- the fading-factor estimate of
+    ``prequential-error-fading-factors.txt`` (sect. 3.2.1, eq. 1 and Algorithm
+    3, with fading factor ``f``), which, unlike a moving average started at zero, is not biased
+    towards zero at the start. ``P(y_t=i | y_{t-1}=j)`` is the same estimate
+    over the transitions out of ``j`` only, transitions being counted in the
+    order the labels arrive (previous received label -> new label).
+
+    Zero estimates: the factor is ``(P(i|j) + eps) / (P(i) + eps)``, so a class
+    never seen by this wrapper (``0/0``) keeps the base probability unchanged
+    (factor 1), and a class never seen after ``j`` is all but ruled out, as eq.
+    3 says. No correction is applied before a transition out of the previous
+    label has been seen, and when the corrected scores sum to zero (or are
+    not finite) the base probabilities are returned unchanged. Classes absent
+    from the base classifier's answer stay absent. New classes may appear at
+    any time.
+
+    >>> from pipeline.learners.baselines import Majority
+    >>> model = TemporalCorrection(Majority(), alpha=0.5)
+    >>> for y in ("a", "a", "b", "b"):
+    ...     model.learn_one({}, y)
+    >>> model.prior("b"), model.transition("b", "b"), model.transition("a", "b")
+    (0.8, 1.0, 0.6666666666666666)
+    >>> proba = model.predict_proba_one({})  # Majority says 1/2 each, but "b" follows "b"
+    >>> {label: round(p, 6) for label, p in proba.items()}
+    {'a': 0.0, 'b': 1.0}
+    """
+
+    #: Added to both sides of the correction factor so that no estimate divides by zero.
+    eps: float = 1e-9
+
+    def __init__(
+        self, base: Any, alpha: float = 0.001, context: StreamContext | None = None
+    ) -> None:
+        if not 0.0 < alpha <= 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
+        self.base = as_classifier(base)
+        self.alpha = alpha
+        self.context = context
+        self._prior: dict[Hashable, float] = {}
+        self._prior_weight = 0.0
+        self._rows: dict[Hashable, dict[Hashable, float]] = {}
+        self._row_weight: dict[Hashable, float] = {}
+        self._last: Hashable | None = None
+
+    def previous_label(self) -> Hashable | None:
+        """``y_{t-1}``: the most recently received label, ``None`` before any."""
+        if self.context is None:
+            return self._last
+        recent = self.context.recent_labels(1)
+        return recent[0] if recent else None
+
+    def prior(self, label: Hashable) -> float:
+        """The moving-average estimate of ``P(y = label)`` (0 before any label)."""
+        if not self._prior_weight:
+            return 0.0
+        return self._prior.get(label, 0.0) / self._prior_weight
+
+    def transition(self, previous: Hashable, label: Hashable) -> float:
+        """The moving-average estimate of ``P(y_t = label | y_{t-1} = previous)``."""
+        weight = self._row_weight.get(previous, 0.0)
+        if not weight:
+            return 0.0
+        return self._rows[previous].get(label, 0.0) / weight
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
+        previous = self.previous_label()
+        self._prior_weight = self._fade(self._prior, self._prior_weight, y)
+        if previous is not None:
+            row = self._rows.setdefault(previous, {})
+            self._row_weight[previous] = self._fade(row, self._row_weight.get(previous, 0.0), y)
+        self._last = y
+        self.base.learn_one(x, y, at=at)
+
+    def _fade(self, sums: dict[Hashable, float], weight: float, y: Hashable) -> float:
+        keep = 1.0 - self.alpha
+        for label in sums:
+            sums[label] *= keep
+        sums[y] = sums.get(y, 0.0) + 1.0
+        return keep * weight + 1.0
+
+    def factors(
+        self, previous: Hashable | None, labels: Sequence[Hashable]
+    ) -> dict[Hashable, float]:
+        """``(P(i | previous) + eps) / (P(i) + eps)`` for each label; all 1 when
+        nothing is known about the transitions out of ``previous``."""
+        if previous is None or not self._row_weight.get(previous):
+            return dict.fromkeys(labels, 1.0)
+        return {
+            label: (self.transition(previous, label) + self.eps) / (self.prior(label) + self.eps)
+            for label in labels
+        }
+
+    def correct(self, proba: Proba, previous: Hashable | None) -> Proba:
+        """Eq. 3 applied to the base probabilities ``proba``, renormalised."""
+        if not proba:
+            return {}
+        factors = self.factors(previous, list(proba))
+        scores = {label: p * factors[label] for label, p in proba.items()}
+        total = sum(scores.values())
+        if not (total > 0.0 and math.isfinite(total)):
+            return dict(proba)
+        return {label: s / total for label, s in scores.items()}
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
+        return self.correct(self.base.predict_proba_one(x, at=at), self.previous_label())
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        previous = self.previous_label()
+        return [self.correct(p, previous) for p in self.base.predict_proba_many(xs, at=at)]
+
+    def __repr__(self) -> str:
+        return f"TemporalCorrection({self.base!r}, alpha={self.alpha})"

@@ -1,0 +1,274 @@
+"""The buffer of instances waiting for their labels (Algorithm 1's buffer ``L``).
+
+``delayed-labelling-continuous-reevaluation.txt``, sect. 4 (Algorithm 1): an
+instance whose features arrive is placed in the buffer with its first
+prediction; every ``K`` labelled instances that arrive after it, it is
+predicted again by the latest model; when its own label arrives it leaves the
+buffer with all its predictions, which are then mapped to bins (see
+:mod:`pipeline.reeval.bins`).
+
+Which instances are due
+    Instance ``m`` is re-predicted when ``n - m.labels_seen`` is a positive
+    multiple of ``K``, where ``n`` is the number of labels seen so far and
+    ``m.labels_seen`` the number seen when ``m`` arrived. Instances are kept in
+    ``K`` buckets by ``labels_seen mod K``: the instances due at ``n`` are the
+    bucket ``n mod K`` less those that arrived after the ``n``-th label, so
+    :meth:`PendingBuffer.due` costs the number of instances due (plus those
+    added since the previous call), never a scan of the buffer.
+
+Evolving instances
+    Newer features replace the old ones for the later predictions
+    (sect. 7.2); :meth:`PendingBuffer.update_features`.
+
+Memory
+    With ``cap``, adding an instance beyond ``cap`` pending ones evicts the
+    oldest (the first added) and counts it. The buffer remembers the ids of the
+    last ``cap`` evicted instances, so that a later label for one of them is
+    told apart from a label for an id never seen (``n_evicted_labels`` versus
+    ``n_unknown_labels``); a label for an instance evicted longer ago counts as
+    unknown.
+
+Compaction
+    With ``compact=True`` (the default) a prediction equal to the previous one
+    of the same key is not stored: the paper notes that repeated identical
+    predictions collapse into one (sect. 4.1). Dropping an entry whose label
+    equals the entry just before it leaves the label in force at every moment
+    unchanged, hence ``d_D``, ``d_A`` and their tie rule are unchanged. Labels
+    are "equal" when they have the same type and compare equal (``nan`` never
+    merges). The resource indicators count predictions *made*, not stored.
+
+Indicators (sect. 6.1)
+    * ``n_predictions_held`` -- ``N_B``: re-predictions made for the instances
+      still pending (first predictions excluded); one per instance and round,
+      whatever the number of keys;
+    * ``n_entries_held`` -- the ``(t, label)`` entries actually stored, first
+      predictions and all keys included (the real memory, after compaction);
+    * ``n_repredictions_total`` -- re-predictions made since the start, the
+      numerator of ``N_R`` (divide by the number of labels); the length of
+      each :meth:`PendingBuffer.due` answer is the ``C(i)`` summed by ``N_C``.
+
+The buffer holds only plain containers and is picklable (checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class PendingInstance:
+    """An instance waiting for its label.
+
+    ``at`` is its arrival index, ``ts`` the event time its features arrived,
+    ``x`` its latest features, ``labels_seen`` the number of labels seen when
+    it arrived. ``history`` maps a key (a learner's name) to the predictions
+    made for it, ``(t, label)`` sorted by ``t``, the first prediction first.
+    ``n_repredictions`` counts the re-prediction rounds it took part in.
+
+    >>> m = PendingInstance("a", at=0, ts=0.0, x={"f": 1.0}, labels_seen=0)
+    >>> m.history, m.n_repredictions
+    ({}, 0)
+    """
+
+    uid: Hashable
+    at: int
+    ts: float
+    x: Any
+    labels_seen: int
+    history: dict[str, list[tuple[float, Any]]] = field(default_factory=dict)
+    n_repredictions: int = 0
+
+    @property
+    def n_entries(self) -> int:
+        """The number of ``(t, label)`` entries stored, all keys together."""
+        return sum(len(h) for h in self.history.values())
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and bool(a == b))
+
+
+def _check_count(name: str, value: int | None, minimum: int) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be None or an int >= {minimum}, got {value!r}")
+
+
+class PendingBuffer:
+    """Instances waiting for their labels, their predictions, and which are due.
+
+    ``k`` is ``K``, the number of labels between two re-predictions of an
+    instance (``None`` disables re-evaluation: :meth:`due` is always empty);
+    ``cap`` bounds the number of pending instances (``None``: unbounded).
+
+    >>> buf = PendingBuffer(k=2)
+    >>> for i in range(3):  # three instances arrive before any label
+    ...     _ = buf.add(f"i{i}", at=i, ts=float(i), x={}, labels_seen=0)
+    ...     _ = buf.record(f"i{i}", "nb", float(i), "UP")
+    >>> buf.due(1)
+    []
+    >>> [m.uid for m in buf.due(2)]  # two labels since they arrived
+    ['i0', 'i1', 'i2']
+    >>> buf.record("i0", "nb", 5.0, "DOWN")
+    True
+    >>> m = buf.pop("i0")
+    >>> m.history["nb"], m.n_repredictions
+    ([(0.0, 'UP'), (5.0, 'DOWN')], 1)
+    >>> buf.pop("i0") is None, buf.n_unknown_labels
+    (True, 1)
+    >>> len(buf), buf.n_predictions_held, buf.n_repredictions_total
+    (2, 2, 3)
+    """
+
+    def __init__(self, k: int | None, cap: int | None = None, *, compact: bool = True) -> None:
+        _check_count("k", k, 1)
+        _check_count("cap", cap, 1)
+        self.k = k
+        self.cap = cap
+        self.compact = compact
+        self._pending: OrderedDict[Hashable, PendingInstance] = OrderedDict()
+        self._buckets: dict[int, dict[Hashable, PendingInstance]] = {}
+        self._evicted: OrderedDict[Hashable, None] = OrderedDict()
+        self._last_due: int | None = None
+        self.n_added = 0
+        self.n_evicted = 0
+        self.n_unknown_labels = 0
+        self.n_evicted_labels = 0
+        self.n_repredictions_total = 0
+        self.n_predictions_held = 0
+        self.n_entries_held = 0
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._pending
+
+    def __iter__(self) -> Iterator[PendingInstance]:
+        """The pending instances, oldest first."""
+        return iter(list(self._pending.values()))
+
+    def add(
+        self, uid: Hashable, *, at: int, ts: float, x: Any, labels_seen: int
+    ) -> PendingInstance | None:
+        """Put a newly arrived instance in the buffer; return the one evicted, if any.
+
+        ``labels_seen`` is the number of labels seen so far; it may not be less
+        than the count last given to :meth:`due` (the instance would have
+        missed re-predictions). An id already pending is an error: use
+        :meth:`update_features` for newer features of a pending instance.
+        """
+        if uid in self._pending:
+            raise ValueError(f"instance {uid!r} is already pending")
+        if labels_seen < 0 or (self._last_due is not None and labels_seen < self._last_due):
+            raise ValueError(
+                f"labels_seen={labels_seen} is behind the label count {self._last_due} "
+                "already given to due()"
+            )
+        self._evicted.pop(uid, None)
+        inst = PendingInstance(uid, at, ts, x, labels_seen)
+        self._pending[uid] = inst
+        if self.k is not None:
+            self._buckets.setdefault(labels_seen % self.k, {})[uid] = inst
+        self.n_added += 1
+        if self.cap is None or len(self._pending) <= self.cap:
+            return None
+        _, oldest = self._pending.popitem(last=False)
+        self._forget(oldest)
+        self._evicted[oldest.uid] = None
+        if len(self._evicted) > self.cap:
+            self._evicted.popitem(last=False)
+        self.n_evicted += 1
+        return oldest
+
+    def get(self, uid: Hashable) -> PendingInstance | None:
+        """The pending instance ``uid``, or ``None``."""
+        return self._pending.get(uid)
+
+    def was_evicted(self, uid: Hashable) -> bool:
+        """Whether ``uid`` was evicted (among the last ``cap`` evictions) and not seen since."""
+        return uid in self._evicted
+
+    def update_features(self, uid: Hashable, x: Any) -> bool:
+        """Replace the features of a pending instance (sect. 7.2); ``False`` if unknown."""
+        inst = self._pending.get(uid)
+        if inst is None:
+            return False
+        inst.x = x
+        return True
+
+    def record(self, uid: Hashable, key: str, ts: float, y_pred: Any) -> bool:
+        """Record a prediction of ``key`` for the pending instance ``uid`` made at ``ts``.
+
+        The first call for a key is the first prediction. Returns whether an
+        entry was stored (``False`` when compaction merged it into the previous
+        one). Raises ``KeyError`` for an instance not pending and ``ValueError``
+        for a time earlier than the key's last prediction.
+        """
+        inst = self._pending.get(uid)
+        if inst is None:
+            raise KeyError(uid)
+        history = inst.history.get(key)
+        if history is None:
+            inst.history[key] = [(ts, y_pred)]
+            self.n_entries_held += 1
+            return True
+        last_ts, last_y = history[-1]
+        if ts < last_ts:
+            raise ValueError(f"prediction of {key!r} for {uid!r} at {ts} is older than {last_ts}")
+        if self.compact and _same(last_y, y_pred):
+            return False
+        history.append((ts, y_pred))
+        self.n_entries_held += 1
+        return True
+
+    def due(self, n_labels: int) -> list[PendingInstance]:
+        """The instances to re-predict now that ``n_labels`` labels have been seen.
+
+        Call once per label, after popping that label's instance, with a count
+        that grows at every call; the instances are marked as re-predicted and
+        returned oldest first.
+        """
+        if self.k is None:
+            return []
+        if self._last_due is not None and n_labels <= self._last_due:
+            raise ValueError(f"due({n_labels}) after due({self._last_due}): counts must grow")
+        self._last_due = n_labels
+        bucket = self._buckets.get(n_labels % self.k)
+        if not bucket:
+            return []
+        out = [inst for inst in bucket.values() if inst.labels_seen < n_labels]
+        for inst in out:
+            inst.n_repredictions += 1
+        self.n_repredictions_total += len(out)
+        self.n_predictions_held += len(out)
+        return out
+
+    def pop(self, uid: Hashable) -> PendingInstance | None:
+        """Take out the instance whose label just arrived; ``None`` if not pending.
+
+        A miss is counted in ``n_evicted_labels`` when ``uid`` was evicted,
+        else in ``n_unknown_labels``.
+        """
+        inst = self._pending.pop(uid, None)
+        if inst is None:
+            if uid in self._evicted:
+                del self._evicted[uid]
+                self.n_evicted_labels += 1
+            else:
+                self.n_unknown_labels += 1
+            return None
+        self._forget(inst)
+        return inst
+
+    def _forget(self, inst: PendingInstance) -> None:
+        """Drop ``inst`` (already out of ``_pending``) from its bucket and the counts."""
+        if self.k is not None:
+            bucket = self._buckets[inst.labels_seen % self.k]
+            del bucket[inst.uid]
+        self.n_predictions_held -= inst.n_repredictions
+        self.n_entries_held -= inst.n_entries

@@ -1,0 +1,152 @@
+"""Plain-text tables of a results document, as ``evaluate`` and ``run`` print them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CLASSIFICATION_COLUMNS = (
+    ("accuracy", "acc"),
+    ("kappa", "kappa"),
+    ("kappa_per", "k_per"),
+    ("kappa_m", "k_m"),
+    ("kappa_plus", "k_plus"),
+    ("gmean", "gmean"),
+)
+REGRESSION_COLUMNS = (("mae", "MAE"), ("rmse", "RMSE"))
+
+
+def fmt(value: Any, width: int = 7) -> str:
+    if value is None:
+        return "-".rjust(width)
+    if isinstance(value, float):
+        return f"{value:.4f}".rjust(width)
+    return str(value).rjust(width)
+
+
+def _grid(header: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+    lines = [
+        "  ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
+    ]
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        lines.append(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    return "\n".join(lines)
+
+
+def metrics_table(results: dict[str, Any]) -> str:
+    """One row per learner: whole-stream metrics (first predictions), then the forgetting ones."""
+    classification = results.get("task", "classification") == "classification"
+    columns = CLASSIFICATION_COLUMNS if classification else REGRESSION_COLUMNS
+    learners = results["learners"]
+    main_metric = columns[0][0]
+    extra = [
+        n
+        for n in ("window", "fading")
+        if any(main_metric in e.get(n, {}) for e in learners.values())
+    ]
+    header = ["learner", *(short for _, short in columns)]
+    has_auc = any("auc" in e for e in learners.values())
+    if has_auc:
+        header.append("auc")
+    for name in extra:
+        header.append(f"{name[:3]}.acc" if classification else f"{name[:3]}.MAE")
+        if classification:
+            header.append(f"{name[:3]}.k_per")
+    if classification:
+        header.append("vs NoChange")
+    rows = []
+    for spec, e in learners.items():
+        row = [spec, *(fmt(e.get(key)) for key, _ in columns)]
+        if has_auc:
+            row.append(fmt(e.get("auc")))
+        for name in extra:
+            block = e.get(name, {})
+            if classification:
+                row += [fmt(block.get("accuracy")), fmt(block.get("kappa_per"))]
+            else:
+                row.append(fmt(block.get("mae")))
+        if classification:
+            k_per = e.get("kappa_per")
+            verdict = (
+                "-"
+                if k_per is None
+                else ("beats" if k_per > 0 else ("equal" if k_per == 0 else "FAILS"))
+            )
+            row.append(verdict)
+        rows.append(row)
+    return _grid(header, rows)
+
+
+def binned_table(results: dict[str, Any], metric: str = "accuracy") -> str:
+    """Binned performance at b = 0, B/2, 0.9B, B+1 (delayed-labelling paper, sect. 4.1)."""
+    learners = results["learners"]
+    B = int(results["config"].get("bins", 0))
+    picks = sorted({0, B // 2, int(0.9 * B), B + 1})
+    header = ["learner", *(f"b={b}" for b in picks), "Psi_W"]
+    rows = []
+    for spec, e in learners.items():
+        values = e.get("binned", {}).get(metric)
+        if not values:
+            continue
+        psi = e.get("psi_w", {}).get(metric)
+        rows.append([spec, *(fmt(values[b]) for b in picks), fmt(psi)])
+    return f"binned {metric} (b=0 first prediction, b={B + 1} test-then-train)\n" + _grid(
+        header, rows
+    )
+
+
+def diagnostics_table(diag: dict[str, Any]) -> str:
+    """The temporal-dependence diagnostics of a stream, as text."""
+    lines = [
+        f"labels: {diag.get('n', 0):,}",
+        "priors: " + ", ".join(f"{k}={v:.4f}" for k, v in diag.get("priors", {}).items()),
+        f"P(M) majority ({diag.get('majority')}): {fmt(diag.get('p_majority')).strip()}   "
+        f"P(T) same as previous: {fmt(diag.get('p_same')).strip()}   "
+        f"iid baseline sum p_i^2: {fmt(diag.get('iid_baseline')).strip()}",
+    ]
+    dependent = diag.get("dependent")
+    if dependent is not None:
+        lines.append(
+            "temporal dependence: "
+            + ("YES, P(T) > P(M): No-Change beats Majority" if dependent else "no, P(T) <= P(M)")
+        )
+    transition = diag.get("transition") or {}
+    if transition:
+        labels = list(transition)
+        lines.append("transition P(y_t=col | y_t-1=row):")
+        lines.append("  " + "".join(str(c).rjust(9) for c in ["", *labels]))
+        for r in labels:
+            lines.append(
+                "  " + str(r).rjust(9) + "".join(fmt(transition[r].get(c), 9) for c in labels)
+            )
+    delta = diag.get("delta") or {}
+    if delta:
+        lines.append("Delta(l), l = 0..L (l=0: prior vs first order):")
+        for label, values in delta.items():
+            lines.append(f"  {label}: " + " ".join(fmt(v, 8) for v in values))
+    quick = diag.get("quick_test")
+    if quick:
+        lines.append(f"quick test on first {quick.get('n')}: {quick.get('verdict')}")
+    return "\n".join(lines)
+
+
+def overhead_line(results: dict[str, Any]) -> str:
+    o = results.get("overhead", {})
+    c = results.get("counters", {})
+    return (
+        f"re-predictions {o.get('n_repredictions', 0):,} (N_R {o.get('N_R', 0):.2f} per label), "
+        f"max pending {o.get('max_pending', 0):,}, "
+        f"max predictions held {o.get('max_predictions_held', 0):,}, "
+        f"evicted {o.get('evicted', 0):,}, unknown labels {c.get('unknown_labels', 0):,}"
+    )

@@ -1,0 +1,99 @@
+"""The replay schedule: instances and a delay model become an ordered event stream.
+
+:func:`replay_schedule` turns the instances of a stream into
+:class:`~pipeline.events.FeatureEvent` and :class:`~pipeline.events.LabelEvent`
+events in non-decreasing event time (for event-time delays, at equal event
+time features come before labels), numbers them with consecutive ``seq``
+from 0 and closes with an :class:`~pipeline.events.EndOfStream` whose ``ts``
+is the last event's and whose ``n_events`` counts the feature and label
+events before it.
+
+It streams: memory holds only the labels not yet due (a heap keyed by due
+time, then by instance order), never the features of past instances.
+
+* :class:`~pipeline.streams.delay.InstanceDelay` ``N``: the label of instance
+  ``i`` is released, at ``ts_{i+N}``, right after the features of ``i + N``
+  (also when later instances share that event time: delay 0 is test-then-train
+  on every stream). The
+  labels of the last ``N`` instances are released after the last features,
+  at the last event time, in stream order.
+* :class:`~pipeline.streams.delay.EventTimeDelay`: the label is due at
+  ``delay.due(instance)`` (never before the instance's own ``ts``) and is
+  released before the first feature event with a later event time; labels
+  still pending after the last instance follow in due order.
+
+Labels due at the same time leave in stream order of their instances.
+
+>>> from pipeline.streams.base import Instance
+>>> from pipeline.streams.delay import InstanceDelay
+>>> rows = [Instance(str(i), float(i), {}, "a") for i in range(4)]
+>>> events = list(replay_schedule("s", rows, InstanceDelay(2)))
+>>> " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
+'F0 F1 F2 L0 F3 L1 L2 L3 E'
+>>> events[-1]
+EndOfStream(stream='s', ts=3.0, seq=8, n_events=8, kind='end')
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Iterator
+
+from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from pipeline.streams.base import Instance, Target
+from pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
+
+
+def replay_schedule(
+    stream: str, instances: Iterable[Instance], delay: DelayModel
+) -> Iterator[FeatureEvent | LabelEvent | EndOfStream]:
+    """Yield the events of ``stream`` for ``instances`` under ``delay``, in replay order.
+
+    Raises ``ValueError`` if the instances' event times decrease.
+    """
+    timed = delay if isinstance(delay, EventTimeDelay) else None
+    if timed is None and not isinstance(delay, InstanceDelay):
+        raise TypeError(f"unsupported delay model {delay!r}")
+    lag = delay.n if isinstance(delay, InstanceDelay) else 0
+    pending: list[tuple[float, int, str, Target]] = []  # heap: (due ts, order, id, y)
+    waiting: deque[tuple[str, Target]] = deque()  # count delay: labels not yet due
+    seq = 0
+    order = 0
+    last_ts: float | None = None
+    last_event_ts = 0.0
+    push, pop = heapq.heappush, heapq.heappop
+    for inst in instances:
+        ts = inst.ts
+        if last_ts is not None and ts < last_ts:
+            raise ValueError(
+                f"instance {inst.id} has ts {ts} < {last_ts}: event time must not decrease"
+            )
+        while pending and pending[0][0] < ts:
+            due, _, id_, y = pop(pending)
+            yield LabelEvent(stream, id_, due, y, seq)
+            seq += 1
+        yield FeatureEvent(stream, inst.id, ts, inst.x, seq)
+        seq += 1
+        last_ts = last_event_ts = ts
+        if timed is not None:
+            due = timed.due(inst)
+            push(pending, (due if due > ts else ts, order, inst.id, inst.y))
+            order += 1
+        else:
+            waiting.append((inst.id, inst.y))
+            if len(waiting) > lag:
+                # positional: right after the features of i + N, even when the
+                # next instances share this event time (airlines departures)
+                id_, y = waiting.popleft()
+                yield LabelEvent(stream, id_, ts, y, seq)
+                seq += 1
+    for id_, y in waiting:
+        push(pending, (last_event_ts, order, id_, y))
+        order += 1
+    while pending:
+        due, _, id_, y = pop(pending)
+        yield LabelEvent(stream, id_, due, y, seq)
+        seq += 1
+        last_event_ts = due
+    yield EndOfStream(stream, last_event_ts, seq, seq)

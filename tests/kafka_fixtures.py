@@ -1,0 +1,107 @@
+"""Kafka fixtures for tests marked ``pytest.mark.kafka``.
+
+Import them in ``tests/conftest.py``::
+
+    from kafka_fixtures import kafka_bootstrap, kafka_settings, kafka_prefix  # noqa: F401
+
+``kafka_bootstrap`` (session) picks the broker, first match wins:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` -- an existing cluster (security settings from
+   the other ``KAFKA_*`` variables, see :mod:`agents.config`);
+2. a testcontainers ``KafkaContainer`` when a Docker engine answers a ping
+   within 2 s (``STREAMEVAL_TEST_DOCKER=0`` skips this step);
+3. the embedded Tansu broker (:class:`agents.broker.EmbeddedBroker`).
+
+A broker that fails to start fails the tests that need it; they are never
+silently skipped. The broker is shared by every module that imports these
+fixtures (reference-counted), so importing them twice does not start two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from agents.broker import EmbeddedBroker, wait_for_broker
+from agents.config import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+_shared: dict[str, object] = {}
+_users = 0
+
+
+def docker_available(timeout: float = 2.0) -> bool:
+    """True when a Docker engine answers a ping within ``timeout`` seconds."""
+    if os.environ.get("STREAMEVAL_TEST_DOCKER", "").strip() == "0":
+        return False
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # no SDK, no socket, no permission, timeout: all mean "no Docker"
+        return False
+
+
+def _start() -> tuple[str, contextlib.ExitStack]:
+    """Start (or find) a broker; return its bootstrap and the stack that stops it."""
+    stack = contextlib.ExitStack()
+    env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if env:
+        settings = KafkaSettings.from_env()
+        conf = settings.confluent_config()
+        bootstrap = conf.pop("bootstrap.servers")
+        wait_for_broker(bootstrap, 15.0, config=conf)
+        return bootstrap, stack
+    if docker_available():
+        try:
+            from testcontainers.community.kafka import KafkaContainer
+
+            container = stack.enter_context(KafkaContainer())
+            return container.get_bootstrap_server(), stack
+        except Exception as exc:  # fall back to the embedded broker
+            log.warning("testcontainers Kafka did not start (%s); using the embedded broker", exc)
+            stack.close()
+            stack = contextlib.ExitStack()
+    broker = stack.enter_context(EmbeddedBroker())
+    return broker.bootstrap, stack
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap ``host:port`` of the test broker (see the module docstring)."""
+    global _users
+    if not _shared:
+        bootstrap, stack = _start()
+        _shared.update(bootstrap=bootstrap, stack=stack)
+    _users += 1
+    try:
+        yield str(_shared["bootstrap"])
+    finally:
+        _users -= 1
+        if _users == 0:
+            stack = _shared.pop("stack")
+            _shared.clear()
+            assert isinstance(stack, contextlib.ExitStack)
+            stack.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_settings(kafka_bootstrap: str) -> KafkaSettings:
+    """:class:`KafkaSettings` for the test broker (environment security settings kept)."""
+    return KafkaSettings.from_env().with_bootstrap(kafka_bootstrap)
+
+
+@pytest.fixture
+def kafka_prefix() -> str:
+    """A fresh topic prefix per test, so tests never see each other's topics."""
+    return f"test-{uuid.uuid4().hex[:10]}."
