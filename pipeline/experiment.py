@@ -131,7 +131,9 @@ class Experiment:
         self.classification = config.task == "classification"
         self.n_bins = config.bins
         lags = max((learner_lags(s) for s in config.learners), default=1)
-        self.context = StreamContext(max_recent=max(1, lags))
+        self._lags = max(1, lags)
+        self.context = StreamContext(max_recent=self._lags)
+        self._updated: set[str] = set()
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
         self.estimators = config.estimators()
         self.slots = [self._make_slot(spec) for spec in config.learners]
@@ -241,6 +243,7 @@ class Experiment:
         self.last_ts = max(self.last_ts, ev.ts)
         if ev.id in self.buffer:
             self.buffer.update_features(ev.id, ev.x)
+            self._updated.add(ev.id)
             self.counters["feature_updates"] += 1
             return []
         if self.buffer.was_evicted(ev.id):
@@ -273,6 +276,8 @@ class Experiment:
         self.last_ts = max(self.last_ts, ev.ts)
         inst = self.buffer.pop(ev.id)
         scores = self._first_scores.pop(ev.id, None)
+        updated = ev.id in self._updated
+        self._updated.discard(ev.id)
         if inst is None:
             self.counters["unknown_labels"] += 1
             return []
@@ -285,14 +290,20 @@ class Experiment:
         stream = self.config.stream
         reeval = self.config.reeval
         B = self.n_bins
+        # No label was learned and the features did not change since the first
+        # prediction: every learner would predict the same again (immediate labels).
+        unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
 
         per_bins: list[Any] = []
         maj_bins: list[Any] = []
         if self.classification:
             per_first = inst.history[PER][0][1]
             maj_first = inst.history[MAJ][0][1]
-            per_final = argmax(self._per.predict_proba_one(inst.x))
-            maj_final = argmax(self._maj.predict_proba_one(inst.x))
+            if unchanged:
+                per_final, maj_final = per_first, maj_first
+            else:
+                per_final = argmax(self._per.predict_proba_one(inst.x))
+                maj_final = argmax(self._maj.predict_proba_one(inst.x))
             if reeval:
                 per_bins = [
                     per_first,
@@ -309,7 +320,12 @@ class Experiment:
         for i, slot in enumerate(self.slots):
             history = inst.history[slot.spec]
             first = history[0][1]
-            final, _ = self._predict(slot.learner, inst.x, inst.at)
+            if unchanged:
+                final = first
+            elif reeval or self.emit_predictions:
+                final, _ = self._predict(slot.learner, inst.x, inst.at)
+            else:
+                final = None  # the test-then-train prediction is only reported with bins
             if self.classification:
                 for m in slot.metrics.values():
                     m.update(y, first, per_first, maj_first)
@@ -352,6 +368,9 @@ class Experiment:
             self._per.learn_one(inst.x, y)
             self._maj.learn_one(inst.x, y)
         self.context.receive(inst.at, y)
+        if self.n_labelled % 1024 == 0:
+            oldest = self.buffer.oldest()
+            self.context.forget_before((oldest.at if oldest else inst.at) - self._lags)
         self._diagnose(inst.at, y)
 
         if self.config.drift_reset:

@@ -19,8 +19,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from river import drift
-
 from pipeline.drift.base import spec_name
 
 RiverName = Literal["adwin", "ddm"]
@@ -44,7 +42,9 @@ class RiverDetector:
             raise ValueError(f"unknown river detector {name!r} (known: {', '.join(_DEFAULTS)})")
         self.kind: RiverName = name
         self.params = {**_DEFAULTS[name], **params}
-        self.detector: drift.ADWIN | drift.binary.DDM = (
+        from river import drift  # imported on use: river.drift pulls in scipy (seconds)
+
+        self.detector: Any = (
             drift.ADWIN(**self.params) if name == "adwin" else drift.binary.DDM(**self.params)
         )
 
@@ -58,7 +58,7 @@ class RiverDetector:
 
     @property
     def statistic(self) -> float:
-        if isinstance(self.detector, drift.ADWIN):
+        if self.kind == "adwin":
             return float(self.detector.estimation)
         return _ddm_statistic(self.detector)
 
@@ -79,7 +79,7 @@ class RiverDetector:
         return f"<RiverDetector {self.name}>"
 
 
-def _ddm_statistic(ddm: drift.binary.DDM) -> float:
+def _ddm_statistic(ddm: Any) -> float:
     """``(p_i + s_i - p_min) / s_min`` from DDM's (private) state.
 
     0 before ``p_min`` exists; with ``s_min = 0`` (no error at the minimum) any

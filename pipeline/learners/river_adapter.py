@@ -34,22 +34,32 @@ from pipeline.learners.base import Features, Proba
 from pipeline.learners.mixins import ProbaMixin, check_aligned
 
 
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if value.__class__ is str:
+        return False
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, numbers.Integral)
+        and not math.isfinite(value)
+    )
+
+
 def clean(x: Features) -> dict[str, Any]:
-    """A copy of ``x`` without its missing values (``None``, NaN, infinities).
+    """``x`` without its missing values (``None``, NaN, infinities).
+
+    ``x`` itself is returned when nothing is missing (the common case: no copy).
 
     >>> clean({"a": 1.0, "b": float("nan"), "c": "CO", "d": float("-inf"), "e": None})
     {'a': 1.0, 'c': 'CO'}
     """
-    out: dict[str, Any] = {}
-    for key, value in x.items():
-        if value is None or (
-            isinstance(value, numbers.Real)
-            and not isinstance(value, numbers.Integral)
-            and not math.isfinite(value)
-        ):
-            continue
-        out[key] = value
-    return out
+    for value in x.values():
+        if _missing(value):
+            break
+    else:
+        return x  # type: ignore[return-value]
+    return {key: value for key, value in x.items() if not _missing(value)}
 
 
 def with_one_hot(model: river_base.Estimator, *, scale: bool = False) -> compose.Pipeline:

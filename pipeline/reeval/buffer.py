@@ -152,6 +152,10 @@ class PendingBuffer:
         """The pending instances, oldest first."""
         return iter(list(self._pending.values()))
 
+    def oldest(self) -> PendingInstance | None:
+        """The instance waiting longest (first added), if any; O(1)."""
+        return next(iter(self._pending.values()), None)
+
     def add(
         self, uid: Hashable, *, at: int, ts: float, x: Any, labels_seen: int
     ) -> PendingInstance | None:
