@@ -42,6 +42,7 @@ class _Side:
 class EventMerger:
     """Watermark merge of one stream's feature and label events.
 
+    >>> from pipeline.events import FeatureEvent, LabelEvent
     >>> m = EventMerger()
     >>> m.push(FEATURES, FeatureEvent("s", "0", 0.0, {"a": 1.0}, 0))
     True

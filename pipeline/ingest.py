@@ -1,0 +1,149 @@
+"""What may enter an experiment: the rules for bad input that schemas cannot check.
+
+The Kafka pipeline receives whatever producers write. After each message has
+passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
+:class:`IngestGuard` decides, per stream, what the experiment gets:
+
+* a feature vector whose feature names differ from the stream's (the first
+  feature event fixes them) is rejected as ``wrong_width``;
+* features for an instance that was already labelled are rejected
+  (``already_labelled``);
+* a second label for an instance is rejected as ``duplicate_label``;
+* a label for an instance never seen is an *orphan*: it waits (up to
+  ``orphan_ttl`` seconds of event time) for its features, and enters right
+  after them; when its time is up, or the stream ends, it is rejected as
+  ``orphan_label``.
+
+Every rejection names its reason and carries the event, for the dead-letter
+topic. Memory is bounded: the ids of labelled instances are remembered for
+the last ``remember`` labels only.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An input event kept out of the experiment, and why."""
+
+    kind: str
+    reason: str
+    event: InputEvent
+
+
+class IngestGuard:
+    """Admit or reject the merged input events of one stream.
+
+    >>> guard = IngestGuard(orphan_ttl=10.0)
+    >>> pending = set()
+    >>> ok, bad = guard.admit(LabelEvent("s", "7", 0.0, "a", 0), pending.__contains__)
+    >>> ok, [r.kind for r in bad]  # an orphan label waits for its features
+    ([], [])
+    >>> ok, bad = guard.admit(FeatureEvent("s", "7", 1.0, {"x": 1.0}, 1), pending.__contains__)
+    >>> [e.kind for e in ok]  # the features, then the label that waited for them
+    ['features', 'label']
+    """
+
+    def __init__(
+        self,
+        *,
+        orphan_ttl: float = 3600.0,
+        remember: int = 100_000,
+        feature_names: list[str] | None = None,
+    ) -> None:
+        self.orphan_ttl = orphan_ttl
+        self.remember = remember
+        self.feature_names = frozenset(feature_names) if feature_names else None
+        self._labelled: OrderedDict[str, None] = OrderedDict()
+        self._orphans: OrderedDict[str, tuple[float, LabelEvent]] = OrderedDict()
+        self.counts: dict[str, int] = {}
+
+    def _reject(self, kind: str, reason: str, event: InputEvent) -> Rejection:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return Rejection(kind, reason, event)
+
+    def _expire(self, now: float, rejected: list[Rejection], *, everything: bool = False) -> None:
+        while self._orphans:
+            uid, (expiry, label) = next(iter(self._orphans.items()))
+            if not everything and expiry >= now:
+                break
+            del self._orphans[uid]
+            rejected.append(
+                self._reject(
+                    "orphan_label",
+                    f"label for id {uid!r} whose features never arrived "
+                    f"(waited until event time {min(expiry, now):g})",
+                    label,
+                )
+            )
+
+    def admit(
+        self, event: InputEvent, is_pending: Callable[[str], bool]
+    ) -> tuple[list[InputEvent], list[Rejection]]:
+        """The events to pass to the experiment now, and the rejected ones.
+
+        ``is_pending(id)`` tells whether the experiment is waiting for that
+        instance's label.
+        """
+        admitted: list[InputEvent] = []
+        rejected: list[Rejection] = []
+        if isinstance(event, EndOfStream):
+            self._expire(event.ts, rejected, everything=True)
+            return [event], rejected
+        self._expire(event.ts, rejected)
+        if isinstance(event, FeatureEvent):
+            names = frozenset(event.x)
+            if self.feature_names is None:
+                self.feature_names = names
+            elif names != self.feature_names:
+                missing = sorted(self.feature_names - names)
+                extra = sorted(names - self.feature_names)
+                rejected.append(
+                    self._reject(
+                        "wrong_width",
+                        f"feature vector of {len(names)} features, stream has "
+                        f"{len(self.feature_names)} (missing {missing[:5]}, extra {extra[:5]})",
+                        event,
+                    )
+                )
+                return admitted, rejected
+            if event.id in self._labelled:
+                rejected.append(
+                    self._reject(
+                        "already_labelled", f"features for id {event.id!r} after its label", event
+                    )
+                )
+                return admitted, rejected
+            admitted.append(event)
+            orphan = self._orphans.pop(event.id, None)
+            if orphan is not None:
+                label = orphan[1]
+                admitted.append(LabelEvent(label.stream, label.id, event.ts, label.y, event.seq))
+                self._remember(event.id)
+            return admitted, rejected
+        assert isinstance(event, LabelEvent)
+        if is_pending(event.id):
+            admitted.append(event)
+            self._remember(event.id)
+        elif event.id in self._labelled or event.id in self._orphans:
+            rejected.append(
+                self._reject("duplicate_label", f"second label for id {event.id!r}", event)
+            )
+        else:
+            self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
+        return admitted, rejected
+
+    def _remember(self, uid: str) -> None:
+        self._labelled[uid] = None
+        if len(self._labelled) > self.remember:
+            self._labelled.popitem(last=False)
+
+    @property
+    def n_orphans(self) -> int:
+        return len(self._orphans)
