@@ -44,6 +44,8 @@ from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 from schemas import encode
 
 log = logging.getLogger(__name__)
+#: librdkafka's own log lines (connection refused, retries...) go here, not to raw stderr.
+rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
 
 #: Producer settings for replays; override any of them with ``producer_config``.
 PRODUCER_DEFAULTS: dict[str, Any] = {
@@ -56,6 +58,8 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "queue.buffering.max.kbytes": 512 * 1024,
     "partitioner": "murmur2_random",
     "message.timeout.ms": 120_000,
+    "log.connection.close": False,
+    "logger": rdkafka_log,
 }
 MAX_ERRORS_KEPT = 5
 
@@ -160,6 +164,53 @@ class OneEventPerMessage:
     def flush(self) -> list[Message]:
         """Nothing is ever held back."""
         return []
+
+
+class PackedMessages:
+    """Several events of one stream per message: a JSON array (``schemas.decode_events``).
+
+    Faust pays a fixed cost per message (about 14k messages/s on one core);
+    packing ``max_events`` events per message moves the pipeline's limit to the
+    cost of the events themselves. Order within each topic is kept; an
+    end-of-stream marker flushes both topics first and travels alone.
+    """
+
+    def __init__(self, max_events: int = 200, max_bytes: int = 256 * 1024) -> None:
+        if max_events < 1:
+            raise ValueError(f"max_events must be >= 1, got {max_events}")
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._items: dict[tuple[str, bytes], list[bytes]] = {}
+        self._sizes: dict[tuple[str, bytes], int] = {}
+
+    def _pack(self, slot: tuple[str, bytes]) -> Message:
+        items = self._items.pop(slot)
+        self._sizes.pop(slot, None)
+        return Message(slot[0], slot[1], b"[" + b",".join(items) + b"]")
+
+    def add(self, event: InputEvent) -> list[Message]:
+        key = event.stream.encode("utf-8")
+        if isinstance(event, EndOfStream):
+            out = [self._pack(slot) for slot in list(self._items) if slot[1] == key]
+            value = encode(end_message(event))
+            return [*out, Message("features", key, value), Message("labels", key, value)]
+        if isinstance(event, FeatureEvent):
+            slot, value = ("features", key), encode(feature_message(event))
+        elif isinstance(event, LabelEvent):
+            slot, value = ("labels", key), encode(label_message(event))
+        else:
+            raise TypeError(f"not an input event: {event!r}")
+        out = []
+        if slot in self._items and self._sizes[slot] + len(value) > self.max_bytes:
+            out.append(self._pack(slot))
+        self._items.setdefault(slot, []).append(value)
+        self._sizes[slot] = self._sizes.get(slot, 0) + len(value) + 1
+        if len(self._items[slot]) >= self.max_events:
+            out.append(self._pack(slot))
+        return out
+
+    def flush(self) -> list[Message]:
+        return [self._pack(slot) for slot in list(self._items)]
 
 
 @dataclass
@@ -295,6 +346,9 @@ def replay(
                 if ts0 is None:
                     ts0 = event.ts
                 due = start + (event.ts - ts0) / speed
+                if due > clock():
+                    for message in fmt.flush():  # nothing waits in a pack while we sleep
+                        send(message)
                 while (wait := due - clock()) > 0:
                     producer.poll(min(wait, 0.1))
             for message in fmt.add(event):

@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         from pipeline.spec import SpecError
 
-        known = (SpecError, ValueError, FileNotFoundError, OSError)
+        known = (SpecError, ValueError, OSError, RuntimeError, TimeoutError)
         if os.environ.get("STREAMEVAL_DEBUG") or not isinstance(exc, known):
             raise
         print(f"streameval {args.command}: error: {exc}", file=sys.stderr)

@@ -8,11 +8,11 @@ watermark: an event is released once the *other* topic has shown an event
 that sorts after it (or has ended), so the experiment sees exactly the
 sequence the in-process driver sees.
 
-It also makes delivery idempotent: every producer numbers the events of a
-stream with an increasing ``seq`` per topic (the replay producer uses the
-schedule position), so a redelivered or replayed message (``seq`` not above
-the last one released from that topic) is dropped and counted, never
-double-counted.
+Duplicates are not its business: a message redelivered after a crash is
+recognised by its Kafka position (:class:`~pipeline.runner.StreamRunner`), a
+second delivery of an instance's features or label by its id
+(:class:`~pipeline.ingest.IngestGuard`). Events that arrive on a topic after
+its end-of-stream marker are dropped and counted.
 
 If one topic stays silent for a long time (a live stream whose labels come
 rarely), :meth:`EventMerger.release_idle` lets the other side through:
@@ -34,7 +34,6 @@ LABELS = "labels"
 @dataclass
 class _Side:
     queue: deque[InputEvent] = field(default_factory=deque)
-    last_seq: int = -1
     ended: bool = False
     end: EndOfStream | None = None
 
@@ -60,17 +59,16 @@ class EventMerger:
 
     def __init__(self) -> None:
         self.sides = {FEATURES: _Side(), LABELS: _Side()}
-        self.n_duplicates = 0
+        self.n_after_end = 0
         self.n_idle_released = 0
         self.end_released = False
 
     def push(self, topic: str, event: InputEvent) -> bool:
-        """Queue an event read from ``topic``; False if it is a duplicate delivery."""
+        """Queue an event read from ``topic``; False if the topic had already ended."""
         side = self.sides[topic]
-        if event.seq <= side.last_seq or side.ended:
-            self.n_duplicates += 1
+        if side.ended:
+            self.n_after_end += 1
             return False
-        side.last_seq = event.seq
         if isinstance(event, EndOfStream):
             side.ended = True
             side.end = event

@@ -376,9 +376,9 @@ def _reject_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def decode(topic_kind: str, raw: bytes | bytearray | memoryview | str | None) -> tuple[
-    dict[str, Any] | None, str | None
-]:
+def decode(
+    topic_kind: str, raw: bytes | bytearray | memoryview | str | None
+) -> tuple[dict[str, Any] | None, str | None]:
     """Parse and validate one message value: ``(message, None)`` or ``(None, reason)``.
 
     Reasons are short and stable enough to count by: ``empty message``,
@@ -403,6 +403,53 @@ def decode(topic_kind: str, raw: bytes | bytearray | memoryview | str | None) ->
     if reason is not None:
         return None, reason
     return message, None
+
+
+#: Most events one packed message may carry.
+MAX_PACKED_EVENTS = 10_000
+
+
+def decode_events(
+    topic_kind: str, raw: bytes | bytearray | memoryview | str | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Parse a features/labels message that carries one event or a packed array of events.
+
+    Returns the valid events and one reason per invalid one (``"[i] reason"``
+    for an element of a packed array). A message that is not JSON at all, or
+    an array that is too long, gives one reason and no events.
+
+    >>> decode_events("labels", b'[{"stream":"s","id":"1","ts":0,"y":"a","seq":0},{"x":1}]')
+    ([{'stream': 's', 'id': '1', 'ts': 0, 'y': 'a', 'seq': 0}], ["[1] missing property 'id'"])
+    """
+    if raw is None or len(raw) == 0:
+        return [], ["empty message"]
+    size = len(raw)
+    if size > MAX_MESSAGE_BYTES:
+        return [], [f"too large ({size} bytes > {MAX_MESSAGE_BYTES})"]
+    try:
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
+        value = _DECODER.decode(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return [], [_short(f"invalid JSON: {exc}")]
+    if type(value) is dict:
+        reason = validate(topic_kind, value)
+        return ([value], []) if reason is None else ([], [reason])
+    if type(value) is not list:
+        return [], ["not a JSON object or array of objects"]
+    if len(value) > MAX_PACKED_EVENTS:
+        return [], [f"packed message of {len(value)} events > {MAX_PACKED_EVENTS}"]
+    events: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    for i, item in enumerate(value):
+        if type(item) is not dict:
+            reasons.append(f"[{i}] not a JSON object")
+            continue
+        reason = validate(topic_kind, item)
+        if reason is None:
+            events.append(item)
+        else:
+            reasons.append(f"[{i}] {reason}")
+    return events, reasons
 
 
 def encode(message: dict[str, Any]) -> bytes:

@@ -17,6 +17,7 @@ from agents.broker import BrokerUnavailable, EmbeddedBroker, broker_for, wait_fo
 from agents.config import KafkaSettings
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.kafka
 
 
 def _alive(pid: int) -> bool:
@@ -44,7 +45,7 @@ def _wait_dead(pid: int, timeout: float = 5.0) -> bool:
 def test_unreachable_address_fails_fast_and_names_it() -> None:
     start = time.monotonic()
     with pytest.raises(BrokerUnavailable, match=r"127\.0\.0\.1:1\b") as info:
-        wait_for_broker("127.0.0.1:1", timeout=3.0)
+        wait_for_broker("127.0.0.1:1", timeout=2.0)
     assert time.monotonic() - start < 15.0
     assert "within" in str(info.value)
 
@@ -54,7 +55,7 @@ def test_broker_for_checks_a_configured_cluster() -> None:
     start = time.monotonic()
     with (
         pytest.raises(BrokerUnavailable, match=r"127\.0\.0\.1:1"),
-        broker_for(settings, timeout=2.0),
+        broker_for(settings, timeout=1.5),
     ):
         pass  # pragma: no cover - never reached
     assert time.monotonic() - start < 15.0

@@ -207,3 +207,16 @@ def test_secrets_never_shown(caplog: pytest.LogCaptureFixture) -> None:
         assert SECRET not in text and KEY_SECRET not in text
     # unset secrets stay None (not a misleading mask)
     assert KafkaSettings().redacted()["KAFKA_SASL_PASSWORD"] is None
+
+
+def test_faust_app_kwargs_build_an_app() -> None:
+    import faust
+
+    s = KafkaSettings.from_env({"KAFKA_BOOTSTRAP_SERVERS": "k:9092", "STREAMEVAL_PARTITIONS": "6"})
+    kwargs = s.faust_app_kwargs(web_port=6100)
+    assert kwargs["topic_partitions"] == 6 and kwargs["broker"] == "kafka://k:9092"
+    assert kwargs["broker_session_timeout"] <= 10 and kwargs["web_port"] == 6100
+    app = faust.App("streameval-config-test", **kwargs)
+    assert app.conf.topic_partitions == 6
+    assert app.conf.broker_session_timeout == kwargs["broker_session_timeout"]
+    assert str(app.conf.broker[0]) == "kafka://k:9092"

@@ -62,20 +62,49 @@ def test_merge_restores_the_schedule_from_any_interleaving(n, delay, same_time, 
     assert merged == events
 
 
-def test_duplicates_and_a_second_replay_are_dropped() -> None:
-    events = schedule(20, InstanceDelay(3))
+def test_redeliveries_are_dropped_by_position_and_a_second_replay_by_id() -> None:
+    """A restarted consumer re-reads messages; a replay run twice re-sends every event."""
+    from pipeline.config import ExperimentConfig
+    from pipeline.evaluate import Experiment
+    from pipeline.runner import StreamRunner
+
+    events = schedule(30, InstanceDelay(3))
     feats, labels = split(events)
-    merger = EventMerger()
-    out = []
-    for _ in range(2):  # the same replay twice into the same topics
-        for e in feats:
-            merger.push(FEATURES, e)
-            out.extend(merger.ready())
-        for e in labels:
-            merger.push(LABELS, e)
-            out.extend(merger.ready())
-    assert out == events
-    assert merger.n_duplicates == len(feats) + len(labels)
+    reference = Experiment(ExperimentConfig("s", ["nochange", "nb"]))
+    reference.run(events)
+
+    runner = StreamRunner(ExperimentConfig("s", ["nochange", "nb"]), emit_predictions=False)
+    rejected = []
+    for replay in range(2):  # the same replay twice into the same topics ...
+        base = replay * 10_000  # (the second replay's messages come at later offsets)
+        for offset, e in enumerate(feats):
+            for _redelivery in range(2):  # ... and every message delivered twice
+                rejected += runner.push(FEATURES, e, (base + offset, 0))[1]
+        for offset, e in enumerate(labels):
+            rejected += runner.push(LABELS, e, (base + offset, 0))[1]
+    assert runner.n_redelivered == 2 * len(feats)
+    assert runner.results() == reference.results()
+    # the second replay came after the end-of-stream marker: ignored, nothing double-counted
+    assert runner.finished and rejected == []
+
+
+def test_a_second_replay_before_the_end_is_rejected_by_id() -> None:
+    from pipeline.config import ExperimentConfig
+    from pipeline.runner import StreamRunner
+
+    *events, end = schedule(10, InstanceDelay(0))
+    runner = StreamRunner(ExperimentConfig("s", ["nochange"]), emit_predictions=False)
+    kinds = []
+    for _ in range(2):  # the second replay starts before the first one's end marker
+        for e in events:
+            kinds += [r.kind for r in runner.push(topic_of(e), e)[1]]
+    for topic in (FEATURES, LABELS):
+        kinds += [r.kind for r in runner.push(topic, end)[1]]
+    assert runner.finished and runner.experiment.n_labelled == 10
+    # merged by time, the second F9 comes before the first L9: instance 9 is still
+    # pending, so it counts as an evolving-features update, not a rejection
+    assert kinds.count("already_labelled") == 9 and kinds.count("duplicate_label") == 10
+    assert runner.experiment.counters["feature_updates"] == 1
 
 
 def test_idle_release_lets_features_through() -> None:

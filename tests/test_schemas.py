@@ -18,7 +18,8 @@ from agents.topics import TOPIC_KINDS
 from pipeline.config import ExperimentConfig
 from pipeline.events import DriftEvent, EndOfStream, FeatureEvent, LabelEvent, PredictionEvent
 
-FEATURE = {"stream": "elec", "id": "17", "ts": 1.5, "x": {"a": 0.25, "b": 3, "day": "mon"}, "seq": 4}
+FEATURE = {"stream": "elec", "id": "17", "ts": 1.5, "x": {"a": 0.25, "b": 3, "day": "mon"},
+           "seq": 4}  # fmt: skip
 LABEL = {"stream": "elec", "id": "17", "ts": 2.0, "y": "UP", "seq": 5}
 END = {"stream": "elec", "end": True, "ts": 9.0, "seq": 40, "n_events": 40}
 PREDICTION = {
@@ -203,8 +204,16 @@ def test_pipeline_objects_conform() -> None:
     pred = PredictionEvent("s", "ht", "1", 0.0, "first", "yes", 0).to_dict()
     assert schemas.validate("predictions", pred) is None
     assert schemas.validate("drift", DriftEvent("s", "ht", "ph", 5, 1.0, 12.5).to_dict()) is None
-    config = ExperimentConfig(stream="s", learners=["nb", "ta:ht"], window=100, fading=0.99,
-                              reeval_k=5, bins=10, detectors=["ph"], dataset="electricity")
+    config = ExperimentConfig(
+        stream="s",
+        learners=["nb", "ta:ht"],
+        window=100,
+        fading=0.99,
+        reeval_k=5,
+        bins=10,
+        detectors=["ph"],
+        dataset="electricity",
+    )
     assert schemas.validate("experiments", config.to_dict()) is None
     assert schemas.validate("experiments", ExperimentConfig("s", ["nb"]).to_dict()) is None
 
@@ -231,8 +240,9 @@ _scalars = st.one_of(
 )  # fmt: skip
 _values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
-                                                                 max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
     max_leaves=4,
 )
 _KEYS = ["stream", "id", "ts", "x", "y", "seq", "end", "n_events", "learner", "kind",

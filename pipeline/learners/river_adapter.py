@@ -2,7 +2,9 @@
 
 :class:`RiverClassifier` and :class:`RiverRegressor` add the ``at`` keyword
 (ignored: a river model has no notion of arrival order), a batch method that
-loops over ``predict_proba_one`` (river's batch methods need pandas), plain
+computes many predictions at once where this package knows how (see
+:meth:`RiverClassifier.predict_proba_many`) and otherwise loops over
+``predict_proba_one`` (river's batch methods need pandas), plain
 ``float`` probabilities, and one rule for bad feature values:
 
 * a numeric feature that is NaN or infinite, and a feature whose value is
@@ -27,18 +29,23 @@ import numbers
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
 from river import base as river_base
 from river import compose, preprocessing
 
 from pipeline.learners.base import Features, Proba
+from pipeline.learners.batch import NumericFrame, TreeBatch
 from pipeline.learners.mixins import ProbaMixin, check_aligned
 
 
 def _missing(value: Any) -> bool:
+    kind = value.__class__
+    if kind is float:
+        return value - value != 0.0  # NaN for NaN and infinities
+    if kind is str or kind is int or kind is bool:
+        return False
     if value is None:
         return True
-    if value.__class__ is str:
-        return False
     return (
         isinstance(value, numbers.Real)
         and not isinstance(value, numbers.Integral)
@@ -55,11 +62,27 @@ def clean(x: Features) -> dict[str, Any]:
     {'a': 1.0, 'c': 'CO'}
     """
     for value in x.values():
-        if _missing(value):
+        kind = value.__class__
+        if kind is float:
+            if value - value != 0.0:  # NaN or infinite
+                break
+        elif kind is not str and kind is not int and _missing(value):
             break
     else:
         return x  # type: ignore[return-value]
     return {key: value for key, value in x.items() if not _missing(value)}
+
+
+def _clean_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame]:
+    """``[clean(x) for x in xs]`` and its :class:`~pipeline.learners.batch.NumericFrame`;
+    the instances are only looked at again when some value is not a finite
+    number or a ``str``."""
+    batch: list[dict[str, Any]] = list(xs)  # type: ignore[arg-type]
+    frame = NumericFrame(batch)
+    if frame.odd or not np.isfinite(frame.values).all():
+        batch = [clean(x) for x in batch]
+        frame = NumericFrame(batch)
+    return batch, frame
 
 
 def with_one_hot(model: river_base.Estimator, *, scale: bool = False) -> compose.Pipeline:
@@ -93,6 +116,7 @@ class RiverClassifier(ProbaMixin):
 
     def __init__(self, model: river_base.Classifier) -> None:
         self.model = model
+        self._trees = TreeBatch()
 
     def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
         self.model.learn_one(clean(x), y)
@@ -100,6 +124,34 @@ class RiverClassifier(ProbaMixin):
     def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
         proba = self.model.predict_proba_one(clean(x))
         return {label: float(p) for label, p in proba.items()}
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        """``predict_proba_one`` of each instance, in order, computed together.
+
+        Batched (same answers, see :mod:`pipeline.learners.batch` and
+        :meth:`~pipeline.learners.naive_bayes.MixedNB.predict_proba_batch`)
+        for a model with a ``predict_proba_batch`` method (``MixedNB``) and for
+        river's ``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``;
+        a loop over ``predict_proba_one`` for any other model.
+        """
+        if at is not None:
+            check_aligned(xs, at)
+        model = self.model
+        batch = getattr(model, "predict_proba_batch", None)
+        if batch is not None and not isinstance(model, compose.Pipeline):
+            probas = batch(*_clean_batch(xs))
+        elif TreeBatch.supports(model):
+            probas = self._trees.predict(model, *_clean_batch(xs))
+        else:
+            return [self.predict_proba_one(x) for x in xs]
+        return [{label: float(p) for label, p in proba.items()} for proba in probas]
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_trees" not in state:  # pickled before batched trees existed
+            self._trees = TreeBatch()
 
     def __repr__(self) -> str:
         return f"RiverClassifier({self.model!r})"

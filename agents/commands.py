@@ -1,0 +1,400 @@
+"""The Kafka subcommands of ``streameval``: run, worker, replay, submit.
+
+``run`` is the main job: it finds a broker (``KAFKA_BOOTSTRAP_SERVERS``, else
+an embedded Tansu broker on loopback), creates the topics, submits the
+experiment, starts a worker process, replays the dataset, waits for the
+worker's results document on the ``metrics`` topic, prints the same tables as
+``evaluate`` and writes the same results JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.config import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+RESULTS_TIMEOUT = 600.0
+
+
+def _settings(args: argparse.Namespace) -> KafkaSettings:
+    settings = KafkaSettings.from_env()
+    if getattr(args, "bootstrap", None):
+        settings = settings.with_bootstrap(args.bootstrap)
+    return settings
+
+
+def _add_kafka_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("kafka")
+    g.add_argument(
+        "--bootstrap",
+        default=None,
+        help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS; SASL/SSL settings "
+        "come from the KAFKA_* environment variables, see the README)",
+    )
+
+
+def submit_experiment(settings: KafkaSettings, config: Any) -> None:
+    """Write ``config`` to the compacted experiments topic (key = stream id)."""
+    from confluent_kafka import Producer
+
+    from agents.topics import TopicNames
+    from schemas import encode, validate
+
+    message = config.to_dict()
+    reason = validate("experiments", message)
+    if reason is not None:
+        raise ValueError(f"experiment does not fit its schema: {reason}")
+    producer = Producer({**settings.confluent_config(), "enable.idempotence": True})
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    producer.produce(names.experiments, encode(message), config.stream.encode("utf-8"))
+    if producer.flush(30):
+        raise RuntimeError(f"the experiment could not be written to {names.experiments}")
+
+
+def replay_dataset(
+    settings: KafkaSettings,
+    config: Any,
+    *,
+    speed: float | None,
+    pack: int,
+    progress: bool,
+    data_dir: str | None = None,
+) -> Any:
+    """Replay ``config``'s dataset schedule to the feature and label topics."""
+    from agents.replay import OneEventPerMessage, PackedMessages, replay
+    from pipeline.evaluate import expected_events, prepare, schedule
+
+    dataset, config = prepare(config, data_dir)
+    fmt = PackedMessages(pack) if pack > 1 else OneEventPerMessage()
+    return replay(
+        schedule(config, dataset),
+        settings,
+        speed=speed,
+        progress=progress,
+        total=expected_events(config, dataset),
+        message_format=fmt,
+    )
+
+
+class ResultsWaiter:
+    """Reads the metrics topic from its current end, waiting for one stream's results."""
+
+    def __init__(self, settings: KafkaSettings, stream: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        from agents.topics import TopicNames
+
+        self.stream = stream
+        topic = TopicNames.for_prefix(settings.topic_prefix).metrics
+        self.consumer = Consumer(
+            {
+                **settings.confluent_config(),
+                "group.id": f"streameval-run-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        meta = self.consumer.list_topics(topic, timeout=10)
+        parts = []
+        for p in meta.topics[topic].partitions:
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            parts.append(TopicPartition(topic, p, high))
+        self.consumer.assign(parts)
+        self.snapshots = 0
+
+    def wait(self, timeout: float, alive: Callable[[], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                msg = self.consumer.poll(0.5)
+                if msg is None:
+                    if not alive():
+                        raise RuntimeError("the worker stopped before publishing the results")
+                    continue
+                if msg.error():
+                    continue
+                value = json.loads(msg.value())
+                if value.get("stream") != self.stream:
+                    continue
+                if value.get("kind") == "results":
+                    return value["results"]
+                self.snapshots += 1
+            raise TimeoutError(f"no results for stream {self.stream!r} within {timeout:.0f} s")
+        finally:
+            self.consumer.close()
+
+
+def start_worker(
+    settings: KafkaSettings,
+    env_extra: dict[str, str],
+    *,
+    log_path: Path,
+    extra_args: list[str] | None = None,
+) -> subprocess.Popen:
+    """Start ``streameval worker`` as a child process (logs to ``log_path``)."""
+    env = {**os.environ, **env_extra, "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers or ""}
+    env["STREAMEVAL_TOPIC_PREFIX"] = settings.topic_prefix
+    env.setdefault("PYTHONHASHSEED", "0")
+    cmd = [sys.executable, "-m", "pipeline.cli", "worker", *(extra_args or [])]
+    handle = open(log_path, "ab")  # noqa: SIM115 - closed by the process end
+    return subprocess.Popen(cmd, env=env, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def stop_worker(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def run_through_kafka(
+    config: Any,
+    settings: KafkaSettings,
+    *,
+    data_dir: str | None = None,
+    progress: bool = False,
+    pack: int = 200,
+    speed: float | None = None,
+    timeout: float = RESULTS_TIMEOUT,
+    worker_args: list[str] | None = None,
+) -> dict[str, Any]:
+    """The whole ``run``: broker, topics, experiment, worker, replay, results."""
+    import secrets
+
+    from agents.broker import broker_for
+    from agents.topics import ensure_topics
+    from pipeline.evaluate import prepare
+
+    _, config = prepare(config, data_dir)  # fails early on a missing dataset
+    with broker_for(settings) as bootstrap:
+        settings = settings.with_bootstrap(bootstrap)
+        ensure_topics(
+            settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
+        )
+        env = {
+            "STREAMEVAL_CHECKPOINT_KEY": os.environ.get("STREAMEVAL_CHECKPOINT_KEY")
+            or secrets.token_hex(32)
+        }
+        if data_dir:
+            env["STREAMEVAL_DATA_DIR"] = str(data_dir)
+        log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
+        waiter = ResultsWaiter(settings, config.stream)
+        submit_experiment(settings, config)
+        worker = start_worker(
+            settings, env, log_path=log_dir / "worker.log", extra_args=worker_args
+        )
+        start = time.perf_counter()
+        try:
+            stats = replay_dataset(
+                settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+            )
+            results = waiter.wait(timeout, alive=lambda: worker.poll() is None)
+        except BaseException as exc:
+            tail = (log_dir / "worker.log").read_text(errors="replace")[-3000:]
+            if isinstance(exc, (RuntimeError, TimeoutError)) and tail:
+                raise RuntimeError(
+                    f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}"
+                ) from exc
+            raise
+        finally:
+            stop_worker(worker)
+        elapsed = time.perf_counter() - start
+    results.pop("ingest", None)
+    results["runtime"] = {
+        "driver": "run",
+        "seconds": round(elapsed, 3),
+        "events": stats.n_events,
+        "events_per_s": round(stats.n_events / elapsed, 1) if elapsed > 0 else None,
+        "messages": stats.n_messages,
+        "broker": "embedded" if settings.embedded else "configured",
+    }
+    return results
+
+
+# -- command handlers ------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipeline.cli import config_from_args, print_results, write_outputs
+
+    if not args.stream_id:
+        args.stream_id = f"{args.dataset}-{uuid.uuid4().hex[:8]}"
+    config = config_from_args(args)
+    results = run_through_kafka(
+        config,
+        _settings(args),
+        data_dir=args.data_dir,
+        progress=not args.no_progress,
+        pack=args.pack,
+        speed=args.speed,
+        timeout=args.timeout,
+    )
+    print_results(results)
+    write_outputs(results, args)
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from agents.app import create_app, run_app
+    from agents.checkpoint import checkpoint_key
+    from agents.worker import StreamWorker
+
+    settings = _settings(args)
+    if settings.embedded:
+        raise ValueError(
+            "streameval worker needs a broker: set KAFKA_BOOTSTRAP_SERVERS (or --bootstrap); "
+            "`streameval run` starts an embedded one for you"
+        )
+    logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
+    worker = StreamWorker(
+        settings,
+        key=checkpoint_key(),
+        checkpoint_every=args.checkpoint_every,
+        orphan_ttl=args.orphan_ttl,
+        idle_timeout=args.idle_timeout,
+    )
+    restored = worker.restore()
+    log.info(
+        "worker on %s, %d stream(s) restored",
+        settings.redacted().get("bootstrap_servers"),
+        restored,
+    )
+    app = create_app(settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port)
+    run_app(
+        app, web=args.web, web_host=args.web_host, web_port=args.web_port, loglevel=args.loglevel
+    )
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from pipeline.config import ExperimentConfig
+
+    settings = _settings(args)
+    if settings.embedded:
+        raise ValueError("streameval replay needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap)")
+    config = ExperimentConfig(
+        stream=args.stream_id or args.dataset,
+        learners=["nochange"],
+        dataset=args.dataset,
+        delay=args.delay,
+        limit=args.limit,
+    )
+    stats = replay_dataset(
+        settings,
+        config,
+        speed=None if args.max else args.speed,
+        pack=args.pack,
+        progress=not args.no_progress,
+        data_dir=args.data_dir,
+    )
+    print(json.dumps(stats.as_dict()))
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from pipeline.cli import config_from_args
+    from pipeline.evaluate import prepare
+
+    settings = _settings(args)
+    if settings.embedded:
+        raise ValueError("streameval submit needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap)")
+    _, config = prepare(config_from_args(args), args.data_dir)
+    submit_experiment(settings, config)
+    print(f"experiment for stream {config.stream!r} submitted")
+    return 0
+
+
+def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add the Kafka subcommands to the ``streameval`` parser."""
+    p = sub.add_parser(
+        "run",
+        help="the main job: replay a dataset through Kafka and evaluate it in a worker",
+        description="Same options as evaluate; runs through Kafka (embedded broker unless "
+        "KAFKA_BOOTSTRAP_SERVERS is set) and writes the same results JSON.",
+    )
+    add_experiment_options(p)
+    _add_kafka_options(p)
+    p.add_argument(
+        "--pack",
+        type=int,
+        default=200,
+        help="events per Kafka message in the replay (1 = one event per message)",
+    )
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=None,
+        help="replay at SPEED times event time (default: as fast as possible)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=RESULTS_TIMEOUT,
+        help="seconds to wait for the worker's results",
+    )
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("worker", help="run a worker: consume experiments, features, labels")
+    _add_kafka_options(p)
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=20_000,
+        help="checkpoint a stream's state every N input events (default 20000)",
+    )
+    p.add_argument(
+        "--orphan-ttl",
+        type=float,
+        default=3600.0,
+        help="event-time seconds a label waits for its features (default 3600)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=30.0,
+        help="wall seconds before one topic's events pass a silent other topic",
+    )
+    p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
+    p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
+    p.add_argument("--web-port", type=int, default=6066)
+    p.add_argument("--loglevel", default="warning")
+    p.set_defaults(handler=cmd_worker)
+
+    p = sub.add_parser("replay", help="write a dataset's feature and label events to Kafka")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--delay", default="0")
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--stream-id", default=None)
+    p.add_argument("--data-dir", default=None)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--speed", type=float, default=1.0, help="SPEED times event time (default 1: real time)"
+    )
+    g.add_argument("--max", action="store_true", help="as fast as possible")
+    p.add_argument("--pack", type=int, default=1, help="events per message (default 1)")
+    p.add_argument("--no-progress", action="store_true")
+    _add_kafka_options(p)
+    p.set_defaults(handler=cmd_replay)
+
+    p = sub.add_parser("submit", help="define an experiment on the experiments topic")
+    add_experiment_options(p)
+    _add_kafka_options(p)
+    p.set_defaults(handler=cmd_submit)

@@ -1,0 +1,349 @@
+"""What a worker does with each message: decode, route to the stream's runner, publish.
+
+:class:`StreamWorker` is the Kafka glue between the Faust agent
+(:mod:`agents.app`) and the pure core: it decodes and validates messages
+(``schemas``), keeps one :class:`~pipeline.runner.StreamRunner` per stream,
+publishes what the runners produce (predictions, metrics, drift alarms, the
+final results document) with a confluent-kafka producer, sends bad input to
+``deadletter`` with its reason and source offset, and writes authenticated
+checkpoints (:mod:`agents.checkpoint`). No metric or learner logic lives here.
+
+Delivery guarantee: the agent acknowledges input messages only after a
+checkpoint that contains their effect has been written (and every output
+before it flushed), so the committed offsets never run ahead of the saved
+state; what is redelivered after a crash is dropped by the runners' ``seq``
+positions. Outputs produced after the last checkpoint of a crashed worker are
+produced again by its successor (at-least-once on the output topics).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from typing import Any
+
+from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
+from agents.config import KafkaSettings
+from agents.topics import TopicNames
+from pipeline.config import ExperimentConfig
+from pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
+from pipeline.experiment import MetricSnapshot, Output, clean
+from pipeline.ingest import Rejection
+from pipeline.runner import StreamRunner
+from pipeline.spec import SpecError
+from schemas import deadletter_record, decode, decode_events, encode
+
+log = logging.getLogger(__name__)
+
+PRODUCER_DEFAULTS = {"linger.ms": 20, "enable.idempotence": True, "acks": "all"}
+
+
+class StreamWorker:
+    """The state of one worker process: its streams, its producer, its counters."""
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        *,
+        key: bytes,
+        checkpoint_every: int = 20_000,
+        orphan_ttl: float = 3600.0,
+        idle_timeout: float = 30.0,
+        park_limit: int = 100_000,
+        park_timeout: float = 60.0,
+        producer: Any = None,
+    ) -> None:
+        from confluent_kafka import Producer
+
+        self.settings = settings
+        self.names = TopicNames.for_prefix(settings.topic_prefix)
+        self.key = key
+        self.checkpoint_every = checkpoint_every
+        self.orphan_ttl = orphan_ttl
+        self.idle_timeout = idle_timeout
+        self.park_limit = park_limit
+        self.park_timeout = park_timeout
+        self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
+        self.runners: dict[str, StreamRunner] = {}
+        self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int]]]] = {}
+        self.counts: Counter[str] = Counter()
+        self.dirty: set[str] = set()
+        self.checkpoint_ids: dict[str, int] = {}
+        self.published_results: set[str] = set()
+        self.since_checkpoint = 0
+        self.last_event = time.monotonic()
+        self.delivery_errors: list[str] = []
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def restore(self) -> int:
+        """Load the newest checkpoint of every stream; return how many were restored.
+
+        A checkpoint whose HMAC does not verify stops the worker with
+        :class:`~agents.checkpoint.CheckpointError`: resuming without it would
+        give wrong results, silently.
+        """
+        reader = read_checkpoints(self.settings.confluent_config(), self.names.checkpoints)
+        for stream, asm in reader.latest.items():
+            runner = reader.load(stream, self.key)
+            if not isinstance(runner, StreamRunner):
+                raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
+            self.runners[stream] = runner
+            self.checkpoint_ids[stream] = asm.id
+            if runner.finished:
+                self.published_results.add(stream)
+            log.info("restored stream %s at %s labels", stream, runner.experiment.n_labelled)
+        return len(reader.latest)
+
+    # -- input ----------------------------------------------------------------------------
+
+    def handle(
+        self, kind: str, raw: bytes | None, key: bytes | None, partition: int, offset: int
+    ) -> None:
+        """Process one message read from the ``kind`` topic."""
+        self.last_event = time.monotonic()
+        topic = getattr(self.names, kind)
+        if kind == "experiments":
+            self._define(raw, key, topic, partition, offset)
+            return
+        messages, reasons = decode_events(kind, raw)
+        for reason in reasons:
+            self._deadletter("schema", reason, topic, partition, offset, raw, key)
+        for index, message in enumerate(messages):
+            event = event_from_dict(message)
+            self._route(kind, event, topic, partition, offset, index)
+
+    def _define(
+        self, raw: bytes | None, key: bytes | None, topic: str, partition: int, offset: int
+    ) -> None:
+        message, reason = decode("experiments", raw)
+        if message is None:
+            self._deadletter("schema", reason or "invalid", topic, partition, offset, raw, key)
+            return
+        try:
+            config = ExperimentConfig.from_dict(message)
+        except (TypeError, ValueError) as exc:
+            self._deadletter("bad_experiment", str(exc), topic, partition, offset, raw, key)
+            return
+        existing = self.runners.get(config.stream)
+        if existing is not None:
+            if existing.config.to_dict() != config.to_dict():
+                self._deadletter(
+                    "bad_experiment",
+                    f"stream {config.stream!r} is already defined with another experiment",
+                    topic,
+                    partition,
+                    offset,
+                    raw,
+                    key,
+                )
+            return
+        try:
+            runner = StreamRunner(config, orphan_ttl=self.orphan_ttl)
+        except (SpecError, ValueError) as exc:  # allow-listed learners and detectors only
+            self._deadletter(
+                "bad_experiment", f"experiment refused: {exc}", topic, partition, offset, raw, key
+            )
+            return
+        self.runners[config.stream] = runner
+        self.dirty.add(config.stream)
+        self.counts["experiments"] += 1
+        log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
+        for src, event, _, position in self.parked.pop(config.stream, []):
+            self._push(runner, src, event, getattr(self.names, src), partition, position)
+
+    def _route(
+        self, kind: str, event: InputEvent, topic: str, partition: int, offset: int, index: int
+    ) -> None:
+        runner = self.runners.get(event.stream)
+        if runner is None:
+            parked = self.parked.setdefault(event.stream, [])
+            if sum(len(p) for p in self.parked.values()) >= self.park_limit:
+                self._deadletter(
+                    "unknown_stream",
+                    f"no experiment defines stream {event.stream!r}",
+                    topic,
+                    partition,
+                    offset,
+                    event.to_dict(),
+                    event.stream,
+                )
+                return
+            parked.append((kind, event, time.monotonic(), (offset, index)))
+            return
+        self._push(runner, kind, event, topic, partition, (offset, index))
+
+    def _push(
+        self,
+        runner: StreamRunner,
+        kind: str,
+        event: InputEvent,
+        topic: str,
+        partition: int,
+        position: tuple[int, int],
+    ) -> None:
+        outputs, rejections = runner.push(kind, event, position)
+        self._publish(outputs)
+        for r in rejections:
+            self._reject(r, topic, partition, position[0])
+        self.dirty.add(event.stream)
+        self.since_checkpoint += 1
+        self.counts["events"] += 1
+        if runner.finished and event.stream not in self.published_results:
+            self._publish_results(event.stream, runner)
+
+    # -- output ---------------------------------------------------------------------------
+
+    def _produce(self, topic: str, key: str, value: dict[str, Any]) -> None:
+        data = encode(clean(value))
+        while True:
+            try:
+                self.producer.produce(topic, data, key.encode("utf-8"), on_delivery=self._delivered)
+                break
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.counts["delivery_errors"] += 1
+            if len(self.delivery_errors) < 20:
+                self.delivery_errors.append(f"{msg.topic()}: {err}")
+
+    def _publish(self, outputs: list[Output]) -> None:
+        for out in outputs:
+            if isinstance(out, PredictionEvent):
+                self._produce(self.names.predictions, out.stream, out.to_dict())
+            elif isinstance(out, MetricSnapshot):
+                self._produce(self.names.metrics, out.stream, out.to_dict())
+            elif isinstance(out, DriftEvent):
+                self._produce(self.names.drift, out.stream, out.to_dict())
+        if outputs:
+            self.producer.poll(0)
+
+    def _publish_results(self, stream: str, runner: StreamRunner) -> None:
+        results = runner.results()
+        results["ingest"] = runner.ingest_counts()
+        self._produce(
+            self.names.metrics,
+            stream,
+            {
+                "stream": stream,
+                "kind": "results",
+                "n_labelled": results["n_labelled"],
+                "ts": runner.experiment.last_ts,
+                "results": results,
+            },
+        )
+        self.published_results.add(stream)
+        self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
+
+    def _reject(self, r: Rejection, topic: str, partition: int, offset: int) -> None:
+        self._deadletter(
+            r.kind, r.reason, topic, partition, offset, r.event.to_dict(), r.event.stream
+        )
+
+    def _deadletter(
+        self,
+        kind: str,
+        reason: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        payload: Any,
+        key: Any,
+    ) -> None:
+        if isinstance(payload, dict):
+            payload = encode(clean(payload)).decode("utf-8")
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", errors="replace")
+        record = deadletter_record(
+            reason,
+            kind=kind,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            payload=payload,
+            key=key,
+            ts=time.time(),
+        )
+        self._produce(self.names.deadletter, key or "", record)
+        self.counts[f"deadletter_{kind}"] += 1
+
+    # -- checkpoints and housekeeping -----------------------------------------------------
+
+    def checkpoint_due(self) -> bool:
+        return self.since_checkpoint >= self.checkpoint_every
+
+    def checkpoint(self) -> None:
+        """Flush every output, then save every stream changed since the last checkpoint."""
+        self.producer.flush(30)
+        for stream in sorted(self.dirty):
+            runner = self.runners.get(stream)
+            if runner is None:
+                continue
+            cid = self.checkpoint_ids.get(stream, 0) + 1
+            blob, signature = dumps(runner, self.key)
+            for part in to_messages(stream, cid, blob, signature):
+                self._produce(self.names.checkpoints, stream, part)
+            self.checkpoint_ids[stream] = cid
+        remaining = self.producer.flush(30)
+        if remaining or self.delivery_errors:
+            raise RuntimeError(
+                f"outputs not delivered ({remaining} queued): " + "; ".join(self.delivery_errors)
+            )
+        self.counts["checkpoints"] += 1
+        self.dirty.clear()
+        self.since_checkpoint = 0
+
+    def idle_seconds(self) -> float:
+        return time.monotonic() - self.last_event
+
+    @property
+    def can_ack(self) -> bool:
+        """Acks may advance only when nothing waits outside a checkpointed runner."""
+        return not self.parked
+
+    def tick(self) -> None:
+        """Periodic housekeeping: idle release, parked timeouts, producer callbacks."""
+        now = time.monotonic()
+        for stream, items in list(self.parked.items()):
+            if items and now - items[0][2] > self.park_timeout:
+                for kind, event, _, position in items:
+                    self._deadletter(
+                        "unknown_stream",
+                        f"no experiment defines stream {stream!r}",
+                        getattr(self.names, kind),
+                        -1,
+                        position[0],
+                        event.to_dict(),
+                        stream,
+                    )
+                del self.parked[stream]
+        if now - self.last_event > self.idle_timeout:
+            for stream, runner in self.runners.items():
+                if runner.finished or not runner.merger.n_waiting:
+                    continue
+                for topic in ("features", "labels"):
+                    outputs, rejections = runner.release_idle(topic)
+                    self._publish(outputs)
+                    for r in rejections:
+                        self._reject(r, getattr(self.names, topic), -1, -1)
+                self.dirty.add(stream)
+        self.producer.poll(0)
+
+    def status(self) -> dict[str, Any]:
+        """What the health endpoint and the logs show."""
+        return {
+            "streams": {
+                s: {
+                    "n_labelled": r.experiment.n_labelled,
+                    "pending": len(r.experiment.buffer),
+                    "finished": r.finished,
+                    **r.ingest_counts(),
+                }
+                for s, r in self.runners.items()
+            },
+            "parked": {s: len(v) for s, v in self.parked.items()},
+            "counts": dict(self.counts),
+        }

@@ -1,0 +1,736 @@
+"""Batched prediction for river's Hoeffding trees, and the numeric view of a batch.
+
+Continuous re-evaluation asks every learner for the probabilities of many
+pending instances at once. River predicts one dict at a time; for the
+Hoeffding trees with naive Bayes leaves that costs one Python call per
+feature and class for every instance. :class:`TreeBatch` gives the same
+answers for a whole batch:
+
+1. every instance is routed to its leaf by the tree's own branch objects
+   (``next`` and, when the split feature is missing or its value has no
+   branch, ``most_common_path``, as river's ``Branch.walk`` does);
+2. the instances are grouped by leaf and each leaf predicts for its group:
+   ``mc`` leaves give their normalised class counts (river's own
+   ``normalize_values_in_dict``), naive Bayes leaves (``nb``, and ``nba`` when
+   river's rule ``nb_correct_weight >= mc_correct_weight`` picks naive Bayes)
+   sum, in river's order, the log-prior of each class and the log-likelihood
+   of each feature from the leaf's attribute observers: the Gaussian
+   ``log_pdf`` of a numeric observer (a term that is ``-inf`` or undefined is
+   left out), ``log(count / total)`` of a nominal observer (a value never seen
+   with the class contributes nothing, as in river);
+3. the log-likelihoods are normalised with river's log-sum-exp, using
+   ``math.exp``/``math.log`` element by element, so that an answer equals
+   ``predict_proba_one``'s to the last bit (the numpy part uses only ``+ - * /``
+   on the same operands in the same order).
+
+The Gaussian parameters of a leaf (mean, ``-2 * variance``, ``log`` of the
+variance) are read once and kept while the leaf has not learned anything
+(its total weight and attribute observers unchanged), so that re-predicting
+pending instances after each label mostly reuses them.
+
+:class:`~river.tree.HoeffdingAdaptiveTreeClassifier` is done the same way: an
+instance collects the leaves of the alternate trees met on its path (twice
+when ``walk`` visits a node twice, as it does after a missing feature) and
+its own leaf, each leaf's answer is divided by ``sum * error * error`` and
+the sum renormalised, as river's ``predict_proba_one`` does. Whatever this
+module does not know exactly (another leaf or observer type, an alternate
+tree that is a subtree, a leaf without statistics, a value of an unexpected
+type) is predicted by the model's own ``predict_proba_one``.
+
+River's nominal observer creates an empty count table for a class the first
+time a naive Bayes prediction asks about it; the batch does the same, so
+that learning afterwards sees the same dict order as after a loop.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from river import tree as river_tree
+from river.proba import Gaussian
+from river.tree.nodes.branch import DTBranch
+from river.tree.nodes.hatc_nodes import AdaBranchClassifier, AdaLeafClassifier
+from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
+from river.tree.splitter import GaussianSplitter
+from river.tree.splitter.nominal_splitter_classif import NominalSplitterClassif
+from river.utils.norm import normalize_values_in_dict
+
+Proba = dict[Hashable, float]
+
+#: ``0.5 * log(2 pi)``, as river's ``Gaussian.log_pdf`` subtracts it.
+HALF_LOG_TAU = 0.5 * math.log(math.tau)
+
+#: Value types read as numbers into a :class:`NumericFrame`.
+_NUMBER_TYPES = (float, int, bool, np.floating, np.integer)
+
+
+def is_number_type(kind: type) -> bool:
+    """Whether values of type ``kind`` go into the numeric matrix.
+
+    >>> is_number_type(float), is_number_type(bool), is_number_type(str)
+    (True, True, False)
+    """
+    return kind is not np.bool_ and issubclass(kind, _NUMBER_TYPES)
+
+
+@dataclass
+class _Layout:
+    """Instances with the same keys and value types, in one block."""
+
+    columns: list[int]
+    getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+    text_keys: tuple[str, ...] = ()
+    text_getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
+    rows: list[int] = field(default_factory=list)
+    values: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def _getter(positions: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``vals -> tuple(vals[p] for p in positions)``, fast."""
+    if len(positions) == 1:
+        (only,) = positions
+        return lambda vals: (vals[only],)
+    if not positions:
+        return lambda vals: ()
+    return operator.itemgetter(*positions)  # type: ignore[return-value]
+
+
+class NumericFrame:
+    """The numeric features of a batch of instances as arrays.
+
+    Attributes
+    ----------
+    index
+        Column of each feature that holds a number in some instance, in order
+        of first appearance.
+    values
+        ``(n, F)`` float matrix; 0 where the instance has no number.
+    present
+        ``(n, F)`` bool matrix: the instance has this feature, as a number.
+    text
+        Features that hold a ``str`` in some instance.
+    strings
+        The ``(feature, value)`` pairs of each instance whose value is a
+        ``str``, in the instance's order.
+    odd
+        Whether some value is neither a number of a usual type nor a ``str``
+        (``None``, a list, a ``Decimal``...): batch code should not guess.
+
+    >>> frame = NumericFrame([{"a": 1.0, "b": "x"}, {"b": "y", "c": 2}])
+    >>> frame.index, frame.values.tolist(), frame.present.tolist(), frame.text, frame.odd
+    ({'a': 0, 'c': 1}, [[1.0, 0.0], [0.0, 2.0]], [[True, False], [False, True]], {'b'}, False)
+    >>> frame.strings
+    [[('b', 'x')], [('b', 'y')]]
+    """
+
+    def __init__(self, xs: Sequence[dict[str, Any]]) -> None:
+        self.index: dict[str, int] = {}
+        self.text: set[str] = set()
+        self.odd = False
+        self.strings: list[list[tuple[str, str]]] = [[] for _ in xs]
+        layouts: dict[tuple[tuple[str, ...], tuple[type, ...]], _Layout] = {}
+        for i, x in enumerate(xs):
+            keys = tuple(x)
+            vals = tuple(x.values())
+            kinds = tuple(map(type, vals))
+            layout = layouts.get((keys, kinds))
+            if layout is None:
+                layout = layouts[(keys, kinds)] = self._layout(keys, kinds)
+            layout.rows.append(i)
+            layout.values.append(vals if layout.getter is None else layout.getter(vals))
+            if layout.text_getter is not None:
+                self.strings[i] = list(zip(layout.text_keys, layout.text_getter(vals), strict=True))
+        n, width = len(xs), len(self.index)
+        self.values = np.zeros((n, width))
+        self.present = np.zeros((n, width), dtype=bool)
+        for layout in layouts.values():
+            if not layout.columns:
+                continue
+            rows = np.asarray(layout.rows)[:, None]
+            cols = np.asarray(layout.columns)[None, :]
+            self.values[rows, cols] = np.asarray(layout.values, dtype=float)
+            self.present[rows, cols] = True
+
+    def _layout(self, keys: tuple[str, ...], kinds: tuple[type, ...]) -> _Layout:
+        positions: list[int] = []
+        text: list[int] = []
+        for pos, (key, kind) in enumerate(zip(keys, kinds, strict=True)):
+            if is_number_type(kind):
+                positions.append(pos)
+                self.index.setdefault(key, len(self.index))
+            elif kind is str:
+                text.append(pos)
+                self.text.add(key)
+            else:
+                self.odd = True
+        columns = [self.index[keys[pos]] for pos in positions]
+        getter = None if len(positions) == len(keys) else _getter(positions)
+        if not text:
+            return _Layout(columns, getter)
+        return _Layout(columns, getter, tuple(keys[p] for p in text), _getter(text))
+
+
+_scratch = threading.local()
+
+
+def scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialised float array of ``shape`` from a buffer kept per thread
+    and ``name``: large temporaries are not allocated (and page-faulted) anew
+    on every call. The array is only valid until the next call with ``name``.
+    """
+    size = math.prod(shape)
+    buffers: dict[str, np.ndarray] = _scratch.__dict__.setdefault("buffers", {})
+    buffer = buffers.get(name)
+    if buffer is None or buffer.size < size:
+        buffer = buffers[name] = np.empty(max(size, 1024))
+    return buffer[:size].reshape(shape)
+
+
+def exp_list(values: np.ndarray) -> np.ndarray:
+    """``math.exp`` of every element (bit-identical to river's scalar code).
+
+    >>> exp_list(np.array([[0.0, 1.0]])).tolist() == [[1.0, math.e]]
+    True
+    """
+    flat = list(map(math.exp, values.ravel().tolist()))
+    return np.asarray(flat, dtype=float).reshape(values.shape)
+
+
+def log_list(values: np.ndarray) -> np.ndarray:
+    """``math.log`` of every element (raises like it on 0 and negatives)."""
+    flat = list(map(math.log, values.ravel().tolist()))
+    return np.asarray(flat, dtype=float).reshape(values.shape)
+
+
+def row_sums(matrix: np.ndarray) -> np.ndarray:
+    """Sums of the rows, added left to right as Python's ``sum`` does."""
+    total = np.zeros(matrix.shape[0])
+    for j in range(matrix.shape[1]):
+        total = total + matrix[:, j]
+    return total
+
+
+def log_sum_exp_normalise(votes: np.ndarray) -> np.ndarray:
+    """Rows of log-likelihoods to probabilities as river's naive Bayes leaves do:
+    ``exp(v - (max + log(sum(exp(v - max)))))``."""
+    top = votes.max(axis=1)
+    lse = top + log_list(row_sums(exp_list(votes - top[:, None])))
+    return exp_list(votes - lse[:, None])
+
+
+@dataclass
+class _Answer:
+    """What one leaf predicts for each of its rows: ``values[r, j]`` for class ``keys[j]``."""
+
+    keys: list[Hashable]
+    values: np.ndarray
+    #: All rows have the same answer (a majority-class leaf).
+    same: bool = False
+
+    @classmethod
+    def majority(cls, stats: dict[Hashable, float], n: int) -> _Answer:
+        """The normalised class weights (river's ``normalize_values_in_dict``) for ``n`` rows."""
+        dist = normalize_values_in_dict(stats, inplace=False)
+        row = np.array([float(v) for v in dist.values()], dtype=float).reshape(1, -1)
+        return cls(list(dist), np.repeat(row, n, axis=0), same=True)
+
+
+@dataclass
+class _Nominal:
+    """A nominal observer of a leaf and the log-likelihood vector of each value."""
+
+    slot: int
+    feature: Hashable
+    splitter: NominalSplitterClassif
+    cache: dict[Hashable, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class _LeafModel:
+    """What naive Bayes needs from one leaf, read once per leaf state."""
+
+    leaf: Any
+    signature: tuple[Any, ...]
+    classes: list[Hashable]
+    prior: np.ndarray
+    positive: list[Hashable]
+    n_slots: int
+    gauss_slots: np.ndarray
+    gauss_range: slice | None
+    gauss_features: list[Hashable]
+    mu: np.ndarray
+    minus_two_var: np.ndarray
+    half_log_var: np.ndarray
+    keep: np.ndarray
+    nominal: list[_Nominal]
+
+
+def _signature(leaf: Any) -> tuple[Any, ...]:
+    """Changes whenever the leaf learns (its weights only grow) or its observers are replaced."""
+    splitters = leaf.splitters
+    return (
+        sum(leaf.stats.values()),
+        len(leaf.stats),
+        id(splitters),
+        len(splitters) if splitters is not None else -1,
+    )
+
+
+class TreeBatch:
+    """Batched ``predict_proba_one`` for one river Hoeffding tree classifier.
+
+    Use :meth:`supports` to know whether a model can be handed to it. The
+    object keeps a cache of leaf parameters; pickling drops it.
+
+    >>> from river import tree
+    >>> model = tree.HoeffdingTreeClassifier()
+    >>> batch = TreeBatch()
+    >>> batch.predict(model, [{"a": 1.0}])
+    [{}]
+    >>> model.learn_one({"a": 1.0}, "x"); model.learn_one({"a": 2.0}, "y")
+    >>> batch.predict(model, [{"a": 1.0}]) == [model.predict_proba_one({"a": 1.0})]
+    True
+    """
+
+    #: At most this many instances are put into one array at a time.
+    chunk = 4096
+
+    def __init__(self) -> None:
+        self._cache: dict[int, _LeafModel] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._cache = {}
+
+    @staticmethod
+    def supports(model: Any) -> bool:
+        """Exactly river's Hoeffding tree or Hoeffding adaptive tree classifier."""
+        return type(model) in (
+            river_tree.HoeffdingTreeClassifier,
+            river_tree.HoeffdingAdaptiveTreeClassifier,
+        )
+
+    def predict(
+        self,
+        model: Any,
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame | None = None,
+    ) -> list[Proba]:
+        """``[model.predict_proba_one(x) for x in xs]``, in one pass per leaf;
+        ``frame``, if given, must be ``NumericFrame(xs)``."""
+        if not xs:
+            return []
+        if len(xs) > self.chunk:
+            out: list[Proba] = []
+            for start in range(0, len(xs), self.chunk):
+                out.extend(self.predict(model, xs[start : start + self.chunk]))
+            return out
+        adaptive = type(model) is river_tree.HoeffdingAdaptiveTreeClassifier
+        if frame is None:
+            frame = NumericFrame(xs)
+        if frame.odd or model._root is None:
+            return [model.predict_proba_one(x) for x in xs]
+        if adaptive:
+            return self._predict_adaptive(model, xs, frame)
+        return self._predict_plain(model, xs, frame)
+
+    # ------------------------------------------------------------------ routing
+
+    @staticmethod
+    def _route(root: Any, x: dict[str, Any], common: dict[int, Any]) -> Any:
+        """The leaf of ``x`` (``Branch.traverse(x, until_leaf=True)``)."""
+        node = root
+        while isinstance(node, DTBranch):
+            try:
+                node = node.next(x)
+            except KeyError:
+                key = id(node)
+                child = common.get(key)
+                if child is None:
+                    child = common[key] = node.most_common_path()[1]
+                node = child
+        return node
+
+    @staticmethod
+    def _route_adaptive(root: Any, x: dict[str, Any], common: dict[int, Any]) -> list[Any] | None:
+        """The leaves whose answers HAT adds up for ``x``; ``None`` when an
+        alternate tree is a subtree (left to river)."""
+        found: list[Any] = []
+        node = root
+        while isinstance(node, DTBranch):
+            alternate = node._alternate_tree if isinstance(node, AdaBranchClassifier) else None
+            if alternate:
+                if isinstance(alternate, DTBranch):
+                    return None
+                found.append(alternate)
+            try:
+                node = node.next(x)
+            except KeyError:
+                key = id(node)
+                child = common.get(key)
+                if child is None:
+                    child = common[key] = node.most_common_path()[1]
+                # ``walk`` yields the most common child, then walks it (yielding it again).
+                if isinstance(child, AdaBranchClassifier) and child._alternate_tree:
+                    if isinstance(child._alternate_tree, DTBranch):
+                        return None
+                    found.append(child._alternate_tree)
+                node = child
+        found.append(node)
+        return found
+
+    # ------------------------------------------------------------------ plain trees
+
+    def _predict_plain(
+        self, model: Any, xs: Sequence[dict[str, Any]], frame: NumericFrame
+    ) -> list[Proba]:
+        root = model._root
+        common: dict[int, Any] = {}
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        if isinstance(root, DTBranch):
+            for i, x in enumerate(xs):
+                leaf = self._route(root, x, common)
+                entry = groups.get(id(leaf))
+                if entry is None:
+                    groups[id(leaf)] = (leaf, [i])
+                else:
+                    entry[1].append(i)
+        else:
+            groups[id(root)] = (root, list(range(len(xs))))
+        template = {c: 0.0 for c in sorted(model.classes)}
+        out: list[Proba | None] = [None] * len(xs)
+        for leaf, rows in groups.values():
+            answer = self._plain_leaf(model, leaf, rows, xs, frame)
+            if answer is None:
+                for i in rows:
+                    out[i] = model.predict_proba_one(xs[i])
+                continue
+            keys = answer.keys
+            if answer.same:
+                proba = template.copy()
+                proba.update(zip(keys, answer.values[0].tolist(), strict=True))
+                for i in rows:
+                    out[i] = proba.copy()
+                continue
+            for i, values in zip(rows, answer.values.tolist(), strict=True):
+                proba = template.copy()
+                proba.update(zip(keys, values, strict=True))
+                out[i] = proba
+        self._trim(groups)
+        return out  # type: ignore[return-value]
+
+    def _plain_leaf(
+        self,
+        model: Any,
+        leaf: Any,
+        rows: list[int],
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame,
+    ) -> _Answer | None:
+        """``leaf.prediction(x, tree=model)`` for each row (``None``: leave it to river)."""
+        kind = type(leaf)
+        if kind is LeafMajorityClass:
+            naive = False
+        elif kind is LeafNaiveBayes:
+            naive = leaf.is_active() and leaf.total_weight >= model.nb_threshold
+        elif kind is LeafNaiveBayesAdaptive:
+            naive = leaf.is_active() and leaf._nb_correct_weight >= leaf._mc_correct_weight
+        else:
+            return None
+        if naive:
+            return self._naive_bayes(leaf, rows, xs, frame)
+        return _Answer.majority(leaf.stats, len(rows))
+
+    # ------------------------------------------------------------------ adaptive trees
+
+    def _predict_adaptive(
+        self, model: Any, xs: Sequence[dict[str, Any]], frame: NumericFrame
+    ) -> list[Proba]:
+        root = model._root
+        common: dict[int, Any] = {}
+        paths: list[list[Any] | None] = []
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for i, x in enumerate(xs):
+            found = self._route_adaptive(root, x, common) if isinstance(root, DTBranch) else [root]
+            paths.append(found)
+            if found is None:
+                continue
+            for leaf in found:
+                entry = groups.get(id(leaf))
+                if entry is None:
+                    groups[id(leaf)] = (leaf, [i])
+                elif entry[1][-1] != i:
+                    entry[1].append(i)
+        template = {c: 0.0 for c in model.classes}
+        labels = list(template)
+        column = {c: j for j, c in enumerate(labels)}
+        out: list[Proba | None] = [None] * len(xs)
+        # Rows that meet several leaves (alternate trees): (keys, values) of each leaf.
+        parts: dict[int, dict[int, tuple[list[Hashable], list[float]]]] = {}
+        for key, (leaf, rows) in groups.items():
+            answer = self._adaptive_leaf(model, leaf, rows, xs, frame)
+            if answer is None:
+                continue
+            single = [r for r, i in enumerate(rows) if len(paths[i]) == 1]  # type: ignore[arg-type]
+            if len(single) < len(rows):
+                values = answer.values.tolist()
+                for r, i in enumerate(rows):
+                    if len(paths[i]) > 1:  # type: ignore[arg-type]
+                        parts.setdefault(i, {})[key] = (answer.keys, values[r])
+            if not single or any(c not in column for c in answer.keys):
+                continue
+            # proba = {c: 0.0 for c in classes}, plus the leaf's answer, normalised.
+            proba = np.zeros((len(single), len(labels)))
+            cols = [column[c] for c in answer.keys]
+            proba[:, cols] = 0.0 + answer.values[single]
+            total = row_sums(proba)
+            scale = np.ones_like(total)
+            ok = (total != 0) & ~np.isnan(total)
+            scale[ok] = 1 / total[ok]
+            np.multiply(proba, scale[:, None], out=proba, where=ok[:, None])
+            for r, values in zip(single, proba.tolist(), strict=True):
+                out[rows[r]] = dict(zip(labels, values, strict=True))
+        for i, found in enumerate(paths):
+            if out[i] is not None:
+                continue
+            got = parts.get(i, {})
+            if found is None or any(id(leaf) not in got for leaf in found):
+                out[i] = model.predict_proba_one(xs[i])
+                continue
+            proba = template.copy()
+            for leaf in found:
+                keys, values = got[id(leaf)]
+                for label, value in zip(keys, values, strict=True):
+                    try:
+                        proba[label] += value
+                    except KeyError:
+                        proba[label] = value
+            out[i] = normalize_values_in_dict(proba)
+        self._trim(groups)
+        return out  # type: ignore[return-value]
+
+    def _adaptive_leaf(
+        self,
+        model: Any,
+        leaf: Any,
+        rows: list[int],
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame,
+    ) -> _Answer | None:
+        """``AdaLeafClassifier.prediction`` for each row (``None``: leave it to river)."""
+        if type(leaf) is not AdaLeafClassifier or not leaf.stats:
+            return None
+        option = model.leaf_prediction
+        if not leaf.is_active() or option == model._MAJORITY_CLASS:
+            naive = False
+        elif option == model._NAIVE_BAYES:
+            naive = leaf.total_weight >= model.nb_threshold
+        else:
+            naive = leaf._nb_correct_weight >= leaf._mc_correct_weight
+        answer = (
+            self._naive_bayes(leaf, rows, xs, frame)
+            if naive
+            else _Answer.majority(leaf.stats, len(rows))
+        )
+        if answer is None:
+            return None
+        # dist / (sum(dist) * error * error), unless that factor is 0 or NaN.
+        error = leaf._mean_error.get()
+        factor = row_sums(answer.values) * error * error
+        ok = (factor != 0) & ~np.isnan(factor)
+        if ok.any():
+            scale = np.ones_like(factor)
+            scale[ok] = 1 / factor[ok]
+            values = np.array(answer.values)
+            np.multiply(values, scale[:, None], out=values, where=ok[:, None])
+            answer = _Answer(answer.keys, values, answer.same)
+        return answer
+
+    # ------------------------------------------------------------------ naive Bayes
+
+    def _leaf_model(self, leaf: Any) -> _LeafModel | None:
+        """The (cached) naive Bayes parameters of ``leaf``; ``None`` if some
+        observer is of a type this module does not know."""
+        signature = _signature(leaf)
+        cached = self._cache.get(id(leaf))
+        if cached is not None and cached.leaf is leaf and cached.signature == signature:
+            return cached
+        stats = leaf.stats
+        total = sum(stats.values())
+        classes = list(stats)
+        prior = [math.log(w / total) if w > 0 else 0.0 for w in stats.values()]
+        positive = [c for c, w in stats.items() if w > 0]
+        is_positive = np.array([w > 0 for w in stats.values()], dtype=bool)
+        gauss_slots: list[int] = []
+        gauss_features: list[Hashable] = []
+        mu: list[list[float]] = []
+        m2v: list[list[float]] = []
+        hlv: list[list[float]] = []
+        valid: list[list[bool]] = []
+        nominal: list[_Nominal] = []
+        for slot, (feature, splitter) in enumerate((leaf.splitters or {}).items()):
+            kind = type(splitter)
+            if kind is NominalSplitterClassif:
+                nominal.append(_Nominal(slot, feature, splitter))
+                continue
+            if kind is not GaussianSplitter:
+                return None
+            dists = splitter._att_dist_per_class
+            row_mu, row_m2v, row_hlv, row_ok = [], [], [], []
+            for c in classes:
+                dist = dists.get(c)
+                mean = variance = 0.0
+                ok = False
+                if dist is not None:
+                    if type(dist) is not Gaussian:
+                        return None
+                    var = dist._var
+                    n = var.mean.n
+                    if n > var.ddof:
+                        variance = var._S / (n - var.ddof)
+                        if variance > 0.0:
+                            mean = var.mean._mean
+                            ok = True
+                row_mu.append(mean)
+                row_m2v.append(-2.0 * variance if ok else -1.0)
+                row_hlv.append(0.5 * math.log(variance) if ok else 0.0)
+                row_ok.append(ok)
+            gauss_slots.append(slot)
+            gauss_features.append(feature)
+            mu.append(row_mu)
+            m2v.append(row_m2v)
+            hlv.append(row_hlv)
+            valid.append(row_ok)
+        k = len(classes)
+        shape = (len(gauss_slots), k, 1)
+        contiguous = (
+            gauss_slots == list(range(gauss_slots[0], gauss_slots[-1] + 1))
+            if gauss_slots
+            else False
+        )
+        model = _LeafModel(
+            leaf=leaf,
+            signature=signature,
+            classes=classes,
+            prior=np.array(prior, dtype=float),
+            positive=positive,
+            n_slots=len(leaf.splitters or {}),
+            gauss_slots=np.array(gauss_slots, dtype=int),
+            gauss_range=slice(gauss_slots[0], gauss_slots[-1] + 1) if contiguous else None,
+            gauss_features=gauss_features,
+            mu=np.array(mu, dtype=float).reshape(shape),
+            minus_two_var=np.array(m2v, dtype=float).reshape(shape),
+            half_log_var=np.array(hlv, dtype=float).reshape(shape),
+            keep=(np.array(valid, dtype=bool).reshape(shape) & is_positive[None, :, None]).astype(
+                float
+            ),
+            nominal=nominal,
+        )
+        self._cache[id(leaf)] = model
+        return model
+
+    @staticmethod
+    def _nominal_vector(model: _LeafModel, nominal: _Nominal, value: Hashable) -> np.ndarray:
+        """What ``value`` of a nominal feature adds to each class's log-likelihood."""
+        vector = nominal.cache.get(value)
+        if vector is not None:
+            return vector
+        tables = nominal.splitter._att_dist_per_class
+        terms = []
+        for c in model.classes:
+            term = 0.0
+            table = tables.get(c)
+            if c in model.positive and table is not None and value in table:
+                try:
+                    p = table[value] / sum(table.values())
+                except ZeroDivisionError:
+                    p = 0.0
+                term = math.log(p) if p > 0 else 0.0
+            terms.append(term)
+        vector = nominal.cache[value] = np.array(terms, dtype=float)
+        return vector
+
+    def _naive_bayes(
+        self,
+        leaf: Any,
+        rows: list[int],
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame,
+    ) -> _Answer | None:
+        """``do_naive_bayes_prediction(x, leaf.stats, leaf.splitters)`` for each row."""
+        stats = leaf.stats
+        if not stats or sum(stats.values()) == 0:
+            return _Answer([], np.zeros((len(rows), 0)), same=True)
+        model = self._leaf_model(leaf)
+        if model is None:
+            return None
+        g, k = len(rows), len(model.classes)
+        # terms[s, c, r]: what feature slot s adds to class c's log-likelihood for row r.
+        terms = scratch("tree-terms", (max(model.n_slots, 1), k, g))
+        if not model.n_slots:
+            terms[0] = 0.0
+        if len(model.gauss_features):
+            columns = []
+            for feature in model.gauss_features:
+                if feature in frame.text:
+                    return None  # river would fail on a str; let it
+                columns.append(frame.index.get(feature, -1))
+            cols = np.array(columns, dtype=int)
+            known = cols >= 0
+            index = np.array(rows, dtype=int)[None, :]
+            safe = np.where(known, cols, 0)[:, None]
+            values = frame.values[index, safe]  # (G, g)
+            present = frame.present[index, safe] & known[:, None]
+            if model.gauss_range is not None:
+                gauss = terms[model.gauss_range]
+            else:
+                gauss = scratch("tree-gauss", (len(model.gauss_features), k, g))
+            # River's Gaussian.log_pdf: (x - mu) ** 2 / (-2 var) - log(2 pi) / 2 - log(var) / 2,
+            # times 0 where river adds nothing (class without a usable Gaussian, feature absent).
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.subtract(values[:, None, :], model.mu, out=gauss)
+                np.multiply(gauss, gauss, out=gauss)
+                np.divide(gauss, model.minus_two_var, out=gauss)
+                np.subtract(gauss, HALF_LOG_TAU, out=gauss)
+                np.subtract(gauss, model.half_log_var, out=gauss)
+                np.multiply(gauss, model.keep, out=gauss)
+                if not present.all():
+                    np.multiply(gauss, present[:, None, :], out=gauss)
+            if model.gauss_range is None:
+                terms[model.gauss_slots] = gauss
+        for nominal in model.nominal:
+            feature = nominal.feature
+            used = False
+            zero = np.zeros(k)
+            block = []
+            for i in rows:
+                x = xs[i]
+                if feature in x:
+                    used = True
+                    block.append(self._nominal_vector(model, nominal, x[feature]))
+                else:
+                    block.append(zero)
+            if used:
+                tables = nominal.splitter._att_dist_per_class
+                for c in model.positive:  # river's cond_proba creates these entries
+                    tables[c]
+            terms[nominal.slot] = np.array(block).T
+        # River adds the terms one by one to the log-prior: the same order here.
+        terms[0] += model.prior[:, None]
+        votes = np.add.reduce(terms, axis=0).T  # (g, k)
+        if not np.isfinite(votes).all():
+            return None  # an overflow river skips term by term: let river do it
+        return _Answer(model.classes, log_sum_exp_normalise(votes))
+
+    def _trim(self, groups: dict[int, tuple[Any, list[int]]]) -> None:
+        """Forget the parameters of leaves not used lately once the cache grows."""
+        if len(self._cache) > 2 * len(groups) + 256:
+            self._cache = {key: m for key, m in self._cache.items() if key in groups}

@@ -1,0 +1,75 @@
+"""Topic creation on a real broker: counts, compaction, idempotence, mismatches."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa: F401
+
+from agents.config import KafkaSettings
+from agents.topics import (
+    COMPACTED,
+    TOPIC_KINDS,
+    TopicError,
+    TopicMismatch,
+    TopicNames,
+    describe_topics,
+    ensure_topics,
+)
+
+pytestmark = pytest.mark.kafka
+
+
+def test_names() -> None:
+    names = TopicNames.for_prefix("p.")
+    assert list(names) == [f"p.{k}" for k in TOPIC_KINDS]
+    assert names.kind_of("p.labels") == "labels" and names.kind_of("labels") is None
+    assert TopicNames.for_prefix("").features == "features"
+
+
+def test_bad_layouts_are_refused_before_touching_the_broker() -> None:
+    conf = {"bootstrap.servers": "127.0.0.1:1"}
+    with pytest.raises(TopicError, match="co-partitioned"):
+        ensure_topics(conf, {"features": 4, "labels": 2, "default": 4})
+    with pytest.raises(TopicError, match="unknown topic kinds"):
+        ensure_topics(conf, 4, kinds=["features", "nope"])
+    with pytest.raises(TopicError, match=">= 1"):
+        ensure_topics(conf, 0)
+
+
+def test_ensure_topics_creates_checks_and_is_idempotent(
+    kafka_settings: KafkaSettings,  # noqa: F811
+    kafka_prefix: str,  # noqa: F811
+) -> None:
+    conf = kafka_settings.confluent_config()
+    names = ensure_topics(conf, {"default": 2, "experiments": 1}, prefix=kafka_prefix)
+    counts = describe_topics(conf, kafka_prefix)
+    assert counts == {name: (1 if name == names.experiments else 2) for name in names}
+
+    admin = AdminClient(conf)
+    resources = [ConfigResource("topic", getattr(names, kind)) for kind in COMPACTED]
+    for resource, fut in admin.describe_configs(resources).items():
+        assert fut.result()["cleanup.policy"].value == "compact", resource
+    plain = admin.describe_configs([ConfigResource("topic", names.features)])
+    policy = next(iter(plain.values())).result().get("cleanup.policy")
+    assert policy is None or policy.value == "delete"
+
+    # idempotent: the same layout again is fine
+    assert ensure_topics(conf, {"default": 2, "experiments": 1}, prefix=kafka_prefix) == names
+    # a different count for existing topics is refused, naming them
+    with pytest.raises(TopicMismatch, match=rf"{kafka_prefix}features has 2 partitions") as info:
+        ensure_topics(conf, 3, prefix=kafka_prefix)
+    assert "STREAMEVAL_PARTITIONS" in str(info.value)
+
+
+def test_partially_existing_topics(
+    kafka_settings: KafkaSettings,  # noqa: F811
+    kafka_prefix: str,  # noqa: F811
+) -> None:
+    conf = kafka_settings.confluent_config()
+    admin = AdminClient(conf)
+    admin.create_topics([NewTopic(kafka_prefix + "labels", 3, 1)])[kafka_prefix + "labels"].result()
+    names = ensure_topics(conf, 3, prefix=kafka_prefix, kinds=["features", "labels"])
+    assert describe_topics(conf, kafka_prefix) == {names.features: 3, names.labels: 3}
+    with pytest.raises(TopicMismatch, match="labels has 3 partitions, expected 5"):
+        ensure_topics(conf, 5, prefix=kafka_prefix, kinds=["labels"])
