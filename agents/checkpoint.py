@@ -125,9 +125,14 @@ class CheckpointReader:
 
 
 def read_checkpoints(
-    consumer_config: dict[str, Any], topic: str, timeout: float = 30.0
+    consumer_config: dict[str, Any], topic: str, timeout: float = 60.0, idle: float = 1.5
 ) -> CheckpointReader:
-    """Read a checkpoints topic from its beginning to its end (no consumer group)."""
+    """Read a checkpoints topic from its beginning to its end (no consumer group).
+
+    The end is where the broker's high watermark says *and* no message came for
+    ``idle`` seconds: the embedded Tansu broker reports watermarks that count
+    record batches, not records, so the watermark alone stops too early.
+    """
     from confluent_kafka import Consumer, TopicPartition
 
     reader = CheckpointReader()
@@ -151,11 +156,19 @@ def read_checkpoints(
         if not assignment:
             return reader
         consumer.assign(assignment)
-        deadline = time.monotonic() + timeout
-        while ends and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
+        start = last = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - start > timeout:
+                raise CheckpointError(
+                    f"checkpoint topic {topic} not read to its end in {timeout} s"
+                )
+            if not ends and now - last > idle:
+                return reader
+            msg = consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
+            last = time.monotonic()
             try:
                 reader.add(json.loads(msg.value()))
             except (ValueError, KeyError, TypeError) as exc:
@@ -164,10 +177,5 @@ def read_checkpoints(
                 )
             if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                 ends.pop(msg.partition(), None)
-        if ends:
-            raise CheckpointError(
-                f"checkpoint topic {topic} not read to its end within {timeout} s"
-            )
-        return reader
     finally:
         consumer.close()

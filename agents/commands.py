@@ -270,12 +270,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every,
         orphan_ttl=args.orphan_ttl,
         idle_timeout=args.idle_timeout,
+        park_timeout=args.park_timeout,
     )
     restored = worker.restore()
-    log.info(
-        "worker on %s, %d stream(s) restored",
-        settings.redacted().get("bootstrap_servers"),
-        restored,
+    print(
+        f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
+        f"restored {restored} stream(s) from checkpoints",
+        file=sys.stderr,
+        flush=True,
     )
     app = create_app(settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port)
     run_app(
@@ -372,6 +374,8 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         default=30.0,
         help="wall seconds before one topic's events pass a silent other topic",
     )
+    p.add_argument("--park-timeout", type=float, default=60.0,
+                   help="wall seconds events of an undefined stream wait before the deadletter")
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
     p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
     p.add_argument("--web-port", type=int, default=6066)

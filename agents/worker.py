@@ -66,7 +66,7 @@ class StreamWorker:
         self.park_timeout = park_timeout
         self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
         self.runners: dict[str, StreamRunner] = {}
-        self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int]]]] = {}
+        self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int, int]]]] = {}
         self.counts: Counter[str] = Counter()
         self.dirty: set[str] = set()
         self.checkpoint_ids: dict[str, int] = {}
@@ -151,7 +151,7 @@ class StreamWorker:
         self.counts["experiments"] += 1
         log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
         for src, event, _, position in self.parked.pop(config.stream, []):
-            self._push(runner, src, event, getattr(self.names, src), partition, position)
+            self._push(runner, src, event, getattr(self.names, src), position)
 
     def _route(
         self, kind: str, event: InputEvent, topic: str, partition: int, offset: int, index: int
@@ -170,9 +170,9 @@ class StreamWorker:
                     event.stream,
                 )
                 return
-            parked.append((kind, event, time.monotonic(), (offset, index)))
+            parked.append((kind, event, time.monotonic(), (partition, offset, index)))
             return
-        self._push(runner, kind, event, topic, partition, (offset, index))
+        self._push(runner, kind, event, topic, (partition, offset, index))
 
     def _push(
         self,
@@ -180,13 +180,12 @@ class StreamWorker:
         kind: str,
         event: InputEvent,
         topic: str,
-        partition: int,
-        position: tuple[int, int],
+        position: tuple[int, int, int],
     ) -> None:
         outputs, rejections = runner.push(kind, event, position)
         self._publish(outputs)
         for r in rejections:
-            self._reject(r, topic, partition, position[0])
+            self._reject(r, topic, position[0], position[1])
         self.dirty.add(event.stream)
         self.since_checkpoint += 1
         self.counts["events"] += 1
@@ -314,8 +313,8 @@ class StreamWorker:
                         "unknown_stream",
                         f"no experiment defines stream {stream!r}",
                         getattr(self.names, kind),
-                        -1,
                         position[0],
+                        position[1],
                         event.to_dict(),
                         stream,
                     )

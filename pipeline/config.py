@@ -62,6 +62,9 @@ class ExperimentConfig:
         Where the events come from (a dataset spec, a delay spec, at most
         ``limit`` instances): descriptive for the core, used by the drivers
         and the replay producer.
+    features
+        The stream's feature names; the Kafka pipeline rejects feature vectors
+        with other names (``pipeline.ingest``).
     """
 
     stream: str
@@ -84,6 +87,7 @@ class ExperimentConfig:
     dataset: str | None = None
     delay: str = "0"
     limit: int | None = None
+    features: list[str] | None = None
 
     def __post_init__(self) -> None:
         if not self.learners:

@@ -34,6 +34,8 @@ def prepare(
     changes: dict[str, Any] = {}
     if config.positive is None and getattr(dataset, "positive", None) is not None:
         changes["positive"] = dataset.positive
+    if config.features is None and getattr(dataset, "features", None):
+        changes["features"] = list(dataset.features)
     drift_points = list(getattr(dataset, "drift_points", None) or [])
     if not config.drift_points and drift_points:
         changes["drift_points"] = drift_points

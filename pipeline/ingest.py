@@ -4,8 +4,10 @@ The Kafka pipeline receives whatever producers write. After each message has
 passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
 :class:`IngestGuard` decides, per stream, what the experiment gets:
 
-* a feature vector whose feature names differ from the stream's (the first
-  feature event fixes them) is rejected as ``wrong_width``;
+* a feature vector with features the stream does not have (its names come
+  from the experiment, else from the first feature event), or with none at
+  all, is rejected as ``wrong_width``; a feature left out is a missing value
+  (JSON cannot carry NaN), not an error;
 * features for an instance that was already labelled are rejected
   (``already_labelled``);
 * a second label for an instance is rejected as ``duplicate_label``;
@@ -99,16 +101,15 @@ class IngestGuard:
         self._expire(event.ts, rejected)
         if isinstance(event, FeatureEvent):
             names = frozenset(event.x)
-            if self.feature_names is None:
+            if self.feature_names is None and names:
                 self.feature_names = names
-            elif names != self.feature_names:
-                missing = sorted(self.feature_names - names)
-                extra = sorted(names - self.feature_names)
+            extra = sorted(names - self.feature_names) if self.feature_names else []
+            if extra or not names:
                 rejected.append(
                     self._reject(
                         "wrong_width",
                         f"feature vector of {len(names)} features, stream has "
-                        f"{len(self.feature_names)} (missing {missing[:5]}, extra {extra[:5]})",
+                        f"{len(self.feature_names or ())} (unknown: {extra[:5]})",
                         event,
                     )
                 )

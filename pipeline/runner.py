@@ -47,27 +47,28 @@ class StreamRunner:
     ) -> None:
         self.config = config
         self.merger = EventMerger()
-        self.guard = IngestGuard(orphan_ttl=orphan_ttl)
+        self.guard = IngestGuard(orphan_ttl=orphan_ttl, feature_names=config.features)
         self.experiment = Experiment(config, emit_predictions=emit_predictions)
         self.n_pushed = 0
         self.n_redelivered = 0
-        self.positions: dict[str, tuple[int, int]] = {}
+        self.positions: dict[tuple[str, int], tuple[int, int]] = {}
         self.finished = False
 
     def push(
-        self, topic: str, event: InputEvent, position: tuple[int, int] | None = None
+        self, topic: str, event: InputEvent, position: tuple[int, int, int] | None = None
     ) -> tuple[list[Output], list[Rejection]]:
         """Take one event read from ``topic``; return the outputs and the rejections.
 
-        ``position`` (offset, index in the message) is where the event was read:
-        an event at or before the last position taken from that topic is a
-        redelivery and is dropped (one stream lives on one partition per topic).
+        ``position`` (partition, offset, index in the message) is where the event
+        was read: an event at or before the last position taken from that
+        partition of that topic is a redelivery and is dropped.
         """
         if position is not None:
-            if position <= self.positions.get(topic, (-1, -1)):
+            where, at = (topic, position[0]), (position[1], position[2])
+            if at <= self.positions.get(where, (-1, -1)):
                 self.n_redelivered += 1
                 return [], []
-            self.positions[topic] = position
+            self.positions[where] = at
         if self.finished or not self.merger.push(topic, event):
             return [], []
         self.n_pushed += 1

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa: F401
 
-DEFAULT_DATA_DIR = "/work/shared/datasets"
+# CI and developers keep ../shared beside the clone (see .ci/run)
+DEFAULT_DATA_DIR = str(Path(__file__).resolve().parents[2] / "shared" / "datasets")
 DATA_FILES = ("electricity.csv.gz", "covtype.csv.gz", "airlines_no_airports.csv.gz")
 
 

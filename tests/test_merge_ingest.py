@@ -79,9 +79,9 @@ def test_redeliveries_are_dropped_by_position_and_a_second_replay_by_id() -> Non
         base = replay * 10_000  # (the second replay's messages come at later offsets)
         for offset, e in enumerate(feats):
             for _redelivery in range(2):  # ... and every message delivered twice
-                rejected += runner.push(FEATURES, e, (base + offset, 0))[1]
+                rejected += runner.push(FEATURES, e, (0, base + offset, 0))[1]
         for offset, e in enumerate(labels):
-            rejected += runner.push(LABELS, e, (base + offset, 0))[1]
+            rejected += runner.push(LABELS, e, (0, base + offset, 0))[1]
     assert runner.n_redelivered == 2 * len(feats)
     assert runner.results() == reference.results()
     # the second replay came after the end-of-stream marker: ignored, nothing double-counted
@@ -135,7 +135,8 @@ def test_guard_wrong_width_duplicate_label_and_orphans() -> None:
         return [(e.kind, getattr(e, "id", None)) for e in ok], [r.kind for r in bad]
 
     assert admit(FeatureEvent("s", "1", 0.0, {"a": 1.0, "b": 2.0}, 0)) == ([("features", "1")], [])
-    assert admit(FeatureEvent("s", "2", 0.0, {"a": 1.0}, 1)) == ([], ["wrong_width"])
+    assert admit(FeatureEvent("s", "2", 0.0, {"a": 1.0, "zz": 1.0}, 1)) == ([], ["wrong_width"])
+    assert admit(FeatureEvent("s", "2", 0.0, {}, 1)) == ([], ["wrong_width"])
     assert admit(LabelEvent("s", "1", 1.0, "x", 2)) == ([("label", "1")], [])
     assert admit(LabelEvent("s", "1", 1.5, "x", 3)) == ([], ["duplicate_label"])
     assert admit(FeatureEvent("s", "1", 1.6, {"a": 1.0, "b": 2.0}, 4)) == (
@@ -161,7 +162,7 @@ def test_guard_wrong_width_duplicate_label_and_orphans() -> None:
     ok, bad = guard.admit(EndOfStream("s", 10.0, 11, 11), pending.__contains__)
     assert [r.kind for r in bad] == ["orphan_label"] and ok[0].kind == "end"
     assert guard.counts == {
-        "wrong_width": 1,
+        "wrong_width": 2,
         "duplicate_label": 1,
         "already_labelled": 1,
         "orphan_label": 2,

@@ -79,14 +79,23 @@ def is_number_type(kind: type) -> bool:
     return kind is not np.bool_ and issubclass(kind, _NUMBER_TYPES)
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """Where the numbers and the strings are in instances with given keys and value types."""
+
+    numeric_keys: tuple[str, ...]
+    getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+    text_keys: tuple[str, ...]
+    text_getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
+    odd: bool
+
+
 @dataclass
 class _Layout:
-    """Instances with the same keys and value types, in one block."""
+    """The instances of one batch that have one shape, in one block."""
 
+    shape: _Shape
     columns: list[int]
-    getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None
-    text_keys: tuple[str, ...] = ()
-    text_getter: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
     rows: list[int] = field(default_factory=list)
     values: list[tuple[Any, ...]] = field(default_factory=list)
 
@@ -99,6 +108,38 @@ def _getter(positions: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]
     if not positions:
         return lambda vals: ()
     return operator.itemgetter(*positions)  # type: ignore[return-value]
+
+
+#: Shapes seen lately, by ``(keys, value types)``: a stream has few of them.
+_SHAPES: dict[tuple[tuple[str, ...], tuple[type, ...]], _Shape] = {}
+_MAX_SHAPES = 1024
+
+
+def _shape(keys: tuple[str, ...], kinds: tuple[type, ...]) -> _Shape:
+    shape = _SHAPES.get((keys, kinds))
+    if shape is not None:
+        return shape
+    numeric: list[int] = []
+    text: list[int] = []
+    odd = False
+    for pos, kind in enumerate(kinds):
+        if is_number_type(kind):
+            numeric.append(pos)
+        elif kind is str:
+            text.append(pos)
+        else:
+            odd = True
+    shape = _Shape(
+        numeric_keys=tuple(keys[p] for p in numeric),
+        getter=None if len(numeric) == len(keys) else _getter(numeric),
+        text_keys=tuple(keys[p] for p in text),
+        text_getter=_getter(text) if text else None,
+        odd=odd,
+    )
+    if len(_SHAPES) >= _MAX_SHAPES:
+        _SHAPES.clear()
+    _SHAPES[(keys, kinds)] = shape
+    return shape
 
 
 class NumericFrame:
@@ -134,46 +175,49 @@ class NumericFrame:
         self.text: set[str] = set()
         self.odd = False
         self.strings: list[list[tuple[str, str]]] = [[] for _ in xs]
-        layouts: dict[tuple[tuple[str, ...], tuple[type, ...]], _Layout] = {}
+        layouts: dict[_Shape, _Layout] = {}
+        last_keys: tuple[str, ...] | None = None
+        last_kinds: tuple[type, ...] | None = None
+        layout: _Layout | None = None
         for i, x in enumerate(xs):
             keys = tuple(x)
             vals = tuple(x.values())
             kinds = tuple(map(type, vals))
-            layout = layouts.get((keys, kinds))
-            if layout is None:
-                layout = layouts[(keys, kinds)] = self._layout(keys, kinds)
+            if layout is None or keys != last_keys or kinds != last_kinds:
+                shape = _shape(keys, kinds)
+                layout = layouts.get(shape)
+                if layout is None:
+                    layout = layouts[shape] = self._layout(shape)
+                last_keys, last_kinds = keys, kinds
+            shape = layout.shape
             layout.rows.append(i)
-            layout.values.append(vals if layout.getter is None else layout.getter(vals))
-            if layout.text_getter is not None:
-                self.strings[i] = list(zip(layout.text_keys, layout.text_getter(vals), strict=True))
+            layout.values.append(vals if shape.getter is None else shape.getter(vals))
+            if shape.text_getter is not None:
+                self.strings[i] = list(zip(shape.text_keys, shape.text_getter(vals), strict=True))
         n, width = len(xs), len(self.index)
         self.values = np.zeros((n, width))
         self.present = np.zeros((n, width), dtype=bool)
         for layout in layouts.values():
             if not layout.columns:
                 continue
+            block = np.asarray(layout.values, dtype=float)
+            if len(layout.rows) == n and layout.columns == list(range(width)):
+                self.values = block
+                self.present[:] = True
+                continue
             rows = np.asarray(layout.rows)[:, None]
             cols = np.asarray(layout.columns)[None, :]
-            self.values[rows, cols] = np.asarray(layout.values, dtype=float)
+            self.values[rows, cols] = block
             self.present[rows, cols] = True
 
-    def _layout(self, keys: tuple[str, ...], kinds: tuple[type, ...]) -> _Layout:
-        positions: list[int] = []
-        text: list[int] = []
-        for pos, (key, kind) in enumerate(zip(keys, kinds, strict=True)):
-            if is_number_type(kind):
-                positions.append(pos)
-                self.index.setdefault(key, len(self.index))
-            elif kind is str:
-                text.append(pos)
-                self.text.add(key)
-            else:
-                self.odd = True
-        columns = [self.index[keys[pos]] for pos in positions]
-        getter = None if len(positions) == len(keys) else _getter(positions)
-        if not text:
-            return _Layout(columns, getter)
-        return _Layout(columns, getter, tuple(keys[p] for p in text), _getter(text))
+    def _layout(self, shape: _Shape) -> _Layout:
+        self.odd = self.odd or shape.odd
+        self.text.update(shape.text_keys)
+        index = self.index
+        if not index:
+            index.update(zip(shape.numeric_keys, range(len(shape.numeric_keys)), strict=True))
+            return _Layout(shape, list(range(len(shape.numeric_keys))))
+        return _Layout(shape, [index.setdefault(k, len(index)) for k in shape.numeric_keys])
 
 
 _scratch = threading.local()
@@ -190,6 +234,21 @@ def scratch(name: str, shape: tuple[int, ...]) -> np.ndarray:
     if buffer is None or buffer.size < size:
         buffer = buffers[name] = np.empty(max(size, 1024))
     return buffer[:size].reshape(shape)
+
+
+class LazyFrame:
+    """The :class:`NumericFrame` of a batch, made on first use."""
+
+    def __init__(self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None) -> None:
+        self._xs = xs
+        self._frame = frame
+
+    @property
+    def frame(self) -> NumericFrame:
+        """``NumericFrame(xs)``."""
+        if self._frame is None:
+            self._frame = NumericFrame(self._xs)
+        return self._frame
 
 
 def exp_list(values: np.ndarray) -> np.ndarray:
@@ -325,7 +384,8 @@ class TreeBatch:
         frame: NumericFrame | None = None,
     ) -> list[Proba]:
         """``[model.predict_proba_one(x) for x in xs]``, in one pass per leaf;
-        ``frame``, if given, must be ``NumericFrame(xs)``."""
+        ``frame``, if given, must be ``NumericFrame(xs)`` (else it is made
+        when a naive Bayes leaf needs it)."""
         if not xs:
             return []
         if len(xs) > self.chunk:
@@ -333,14 +393,12 @@ class TreeBatch:
             for start in range(0, len(xs), self.chunk):
                 out.extend(self.predict(model, xs[start : start + self.chunk]))
             return out
-        adaptive = type(model) is river_tree.HoeffdingAdaptiveTreeClassifier
-        if frame is None:
-            frame = NumericFrame(xs)
-        if frame.odd or model._root is None:
+        if model._root is None:
             return [model.predict_proba_one(x) for x in xs]
-        if adaptive:
-            return self._predict_adaptive(model, xs, frame)
-        return self._predict_plain(model, xs, frame)
+        frames = LazyFrame(xs, frame)
+        if type(model) is river_tree.HoeffdingAdaptiveTreeClassifier:
+            return self._predict_adaptive(model, xs, frames)
+        return self._predict_plain(model, xs, frames)
 
     # ------------------------------------------------------------------ routing
 
@@ -390,7 +448,7 @@ class TreeBatch:
     # ------------------------------------------------------------------ plain trees
 
     def _predict_plain(
-        self, model: Any, xs: Sequence[dict[str, Any]], frame: NumericFrame
+        self, model: Any, xs: Sequence[dict[str, Any]], frames: LazyFrame
     ) -> list[Proba]:
         root = model._root
         common: dict[int, Any] = {}
@@ -408,7 +466,7 @@ class TreeBatch:
         template = {c: 0.0 for c in sorted(model.classes)}
         out: list[Proba | None] = [None] * len(xs)
         for leaf, rows in groups.values():
-            answer = self._plain_leaf(model, leaf, rows, xs, frame)
+            answer = self._plain_leaf(model, leaf, rows, xs, frames)
             if answer is None:
                 for i in rows:
                     out[i] = model.predict_proba_one(xs[i])
@@ -433,7 +491,7 @@ class TreeBatch:
         leaf: Any,
         rows: list[int],
         xs: Sequence[dict[str, Any]],
-        frame: NumericFrame,
+        frames: LazyFrame,
     ) -> _Answer | None:
         """``leaf.prediction(x, tree=model)`` for each row (``None``: leave it to river)."""
         kind = type(leaf)
@@ -446,13 +504,13 @@ class TreeBatch:
         else:
             return None
         if naive:
-            return self._naive_bayes(leaf, rows, xs, frame)
+            return self._naive_bayes(leaf, rows, xs, frames)
         return _Answer.majority(leaf.stats, len(rows))
 
     # ------------------------------------------------------------------ adaptive trees
 
     def _predict_adaptive(
-        self, model: Any, xs: Sequence[dict[str, Any]], frame: NumericFrame
+        self, model: Any, xs: Sequence[dict[str, Any]], frames: LazyFrame
     ) -> list[Proba]:
         root = model._root
         common: dict[int, Any] = {}
@@ -476,7 +534,7 @@ class TreeBatch:
         # Rows that meet several leaves (alternate trees): (keys, values) of each leaf.
         parts: dict[int, dict[int, tuple[list[Hashable], list[float]]]] = {}
         for key, (leaf, rows) in groups.items():
-            answer = self._adaptive_leaf(model, leaf, rows, xs, frame)
+            answer = self._adaptive_leaf(model, leaf, rows, xs, frames)
             if answer is None:
                 continue
             single = [r for r, i in enumerate(rows) if len(paths[i]) == 1]  # type: ignore[arg-type]
@@ -523,7 +581,7 @@ class TreeBatch:
         leaf: Any,
         rows: list[int],
         xs: Sequence[dict[str, Any]],
-        frame: NumericFrame,
+        frames: LazyFrame,
     ) -> _Answer | None:
         """``AdaLeafClassifier.prediction`` for each row (``None``: leave it to river)."""
         if type(leaf) is not AdaLeafClassifier or not leaf.stats:
@@ -536,7 +594,7 @@ class TreeBatch:
         else:
             naive = leaf._nb_correct_weight >= leaf._mc_correct_weight
         answer = (
-            self._naive_bayes(leaf, rows, xs, frame)
+            self._naive_bayes(leaf, rows, xs, frames)
             if naive
             else _Answer.majority(leaf.stats, len(rows))
         )
@@ -663,7 +721,7 @@ class TreeBatch:
         leaf: Any,
         rows: list[int],
         xs: Sequence[dict[str, Any]],
-        frame: NumericFrame,
+        frames: LazyFrame,
     ) -> _Answer | None:
         """``do_naive_bayes_prediction(x, leaf.stats, leaf.splitters)`` for each row."""
         stats = leaf.stats
@@ -678,6 +736,9 @@ class TreeBatch:
         if not model.n_slots:
             terms[0] = 0.0
         if len(model.gauss_features):
+            frame = frames.frame
+            if frame.odd:
+                return None  # a value of a type river may treat otherwise: let river do it
             columns = []
             for feature in model.gauss_features:
                 if feature in frame.text:

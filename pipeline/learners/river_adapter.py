@@ -61,6 +61,11 @@ def clean(x: Features) -> dict[str, Any]:
     >>> clean({"a": 1.0, "b": float("nan"), "c": "CO", "d": float("-inf"), "e": None})
     {'a': 1.0, 'c': 'CO'}
     """
+    try:
+        if math.isfinite(sum(x.values())):  # all numbers, none NaN or infinite
+            return x  # type: ignore[return-value]
+    except (TypeError, ValueError, OverflowError):  # a str, None, a huge int...: look closer
+        pass
     for value in x.values():
         kind = value.__class__
         if kind is float:
@@ -143,7 +148,7 @@ class RiverClassifier(ProbaMixin):
         if batch is not None and not isinstance(model, compose.Pipeline):
             probas = batch(*_clean_batch(xs))
         elif TreeBatch.supports(model):
-            probas = self._trees.predict(model, *_clean_batch(xs))
+            probas = self._trees.predict(model, [clean(x) for x in xs])
         else:
             return [self.predict_proba_one(x) for x in xs]
         return [{label: float(p) for label, p in proba.items()} for proba in probas]

@@ -146,9 +146,15 @@ class TemporallyAugmented(ProbaMixin):
     def augment(self, x: Features, at: int | None = None) -> dict[str, Any]:
         """``x`` plus the lag features for the instance ``at``."""
         z = dict(x)
-        for k, y in enumerate(self.previous_labels(at), start=1):
-            z[lag_feature(k)] = MISSING if y is None else str(y)
+        z.update(self.lag_features(at))
         return z
+
+    def lag_features(self, at: int | None = None) -> dict[str, str]:
+        """The lag features of the instance ``at``: ``{"_y_lag1": ..., ...}``."""
+        return {
+            lag_feature(k): MISSING if y is None else str(y)
+            for k, y in enumerate(self.previous_labels(at), start=1)
+        }
 
     def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
         self.base.learn_one(self.augment(x, at), y, at=at)
@@ -168,13 +174,19 @@ class TemporallyAugmented(ProbaMixin):
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None
     ) -> list[Proba]:
-        """All at once; under ``fill="predicted"`` one by one in arrival order,
-        so that each prediction can use those of the instances just before it."""
-        if at is None:
-            return self.base.predict_proba_many([self.augment(x) for x in xs])
-        check_aligned(xs, at)
-        if self.fill != "predicted" or self.context is None:
-            augmented = [self.augment(x, i) for x, i in zip(xs, at, strict=True)]
+        """All at once, in one call of the base learner's ``predict_proba_many``
+        (the lag features are the same for all instances: the labels received
+        so far); under ``fill="predicted"`` one by one in arrival order, so
+        that each prediction can use those of the instances just before it."""
+        if at is not None:
+            check_aligned(xs, at)
+        if at is None or self.fill != "predicted" or self.context is None:
+            lags = self.lag_features()
+            augmented = []
+            for x in xs:
+                z = dict(x)
+                z.update(lags)
+                augmented.append(z)
             return self.base.predict_proba_many(augmented, at=at)
         out: list[Proba] = [{} for _ in xs]
         for pos in sorted(range(len(xs)), key=lambda p: at[p]):
@@ -299,7 +311,13 @@ class TemporalCorrection(ProbaMixin):
         """Eq. 3 applied to the base probabilities ``proba``, renormalised."""
         if not proba:
             return {}
-        factors = self.factors(previous, list(proba))
+        return self._apply(proba, self.factors(previous, list(proba)))
+
+    @staticmethod
+    def _apply(proba: Proba, factors: dict[Hashable, float]) -> Proba:
+        """``proba`` times ``factors``, renormalised (unchanged if that is impossible)."""
+        if not proba:
+            return {}
         scores = {label: p * factors[label] for label, p in proba.items()}
         total = sum(scores.values())
         if not (total > 0.0 and math.isfinite(total)):
@@ -313,7 +331,15 @@ class TemporalCorrection(ProbaMixin):
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None
     ) -> list[Proba]:
         previous = self.previous_label()
-        return [self.correct(p, previous) for p in self.base.predict_proba_many(xs, at=at)]
+        out: list[Proba] = []
+        factors: dict[tuple[Hashable, ...], dict[Hashable, float]] = {}
+        for proba in self.base.predict_proba_many(xs, at=at):
+            labels = tuple(proba)
+            known = factors.get(labels)
+            if known is None:
+                known = factors[labels] = self.factors(previous, labels)
+            out.append(self._apply(proba, known))
+        return out
 
     def __repr__(self) -> str:
         return f"TemporalCorrection({self.base!r}, alpha={self.alpha})"
