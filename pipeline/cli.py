@@ -291,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and os.environ.get("PYTHONHASHSEED") is None:
+        # One string-hash seed for every streameval process (this one, its workers):
+        # learners that iterate over sets of labels then sum in the same order, and
+        # in-process and Kafka runs agree to the last bit.
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        os.execve(sys.executable, [sys.executable, "-m", "pipeline.cli", *sys.argv[1:]], env)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -189,3 +189,33 @@ def test_drift_events_and_reset_on_a_known_drift(data_dir) -> None:
     assert det["detected"] + det["misses"] == 1
     assert drift["random[p=0.01]"]["n_alarms"] > 10  # ~ (8000 / 30 + ...) alarms at p = 0.01
     assert res["learners"]["nb"]["drift_resets"] >= drift["random[p=0.01]"]["n_alarms"]
+
+
+def test_regression_stream_with_delayed_targets_is_binned() -> None:
+    """Delayed-labelling paper sect. 7.1: d_A per bin and MAE/RMSE per bin for regressors."""
+    config = ExperimentConfig(
+        "friedman",
+        ["mean", "linreg", "htr"],
+        task="regression",
+        reeval_k=10,
+        bins=5,
+        window=100,
+        dataset="friedman[n=800,seed=2]",
+        delay="50",
+    )
+    res = evaluate(config)
+    assert res["task"] == "regression"
+    assert res["overhead"]["N_R"] == pytest.approx(5.0, abs=0.5)  # ~50 labels waited / K
+    for spec, entry in res["learners"].items():
+        mae = entry["binned"]["mae"]
+        assert len(mae) == 7 and len(entry["binned"]["rmse"]) == 7, spec
+        assert mae[0] == pytest.approx(entry["mae"]), spec
+        assert entry["rmse"] >= entry["mae"] > 0
+    # a linear model on Friedman #1 beats the target mean, first and test-then-train bins
+    assert (
+        res["learners"]["linreg"]["binned"]["mae"][0] < res["learners"]["mean"]["binned"]["mae"][0]
+    )
+    assert (
+        res["learners"]["linreg"]["binned"]["mae"][-1]
+        < res["learners"]["mean"]["binned"]["mae"][-1]
+    )
