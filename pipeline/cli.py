@@ -224,7 +224,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pipeline.evaluate import evaluate
 
     config = config_from_args(args)
-    results = evaluate(config, data_dir=args.data_dir, progress=not args.no_progress)
+    results = evaluate(
+        config,
+        data_dir=args.data_dir,
+        progress=not args.no_progress,
+        allow_import=args.allow_import,
+    )
     print_results(results)
     write_outputs(results, args)
     return 0
@@ -270,6 +275,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_experiment_options(p)
+    p.add_argument(
+        "--allow-import",
+        action="store_true",
+        help="let learner specs import any class: import[path=package.module.Class] "
+        "(local runs only; the Kafka worker never allows it)",
+    )
     p.set_defaults(handler=cmd_evaluate)
 
     p = sub.add_parser("diagnose", help="temporal-dependence diagnostics of a stream's labels")

@@ -64,6 +64,7 @@ def evaluate(
     data_dir: str | Path | None = None,
     progress: bool = False,
     on_output: Callable[[Output], None] | None = None,
+    allow_import: bool = False,
 ) -> dict[str, Any]:
     """Run ``config`` in-process and return its results document.
 
@@ -72,7 +73,9 @@ def evaluate(
     under its own key; it is the only part that differs between two runs.
     """
     dataset, config = prepare(config, data_dir)
-    experiment = Experiment(config, emit_predictions=on_output is not None)
+    experiment = Experiment(
+        config, emit_predictions=on_output is not None, allow_import=allow_import
+    )
     bar = Progress(expected_events(config, dataset), "events", enabled=progress)
     start = time.perf_counter()
     n_events = 0

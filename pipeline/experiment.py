@@ -123,10 +123,21 @@ class Experiment:
     output events (predictions when ``emit_predictions``, drift alarms, metric
     snapshots). :meth:`results` gives the results document of ``DESIGN.md``.
     The object is picklable: a pickle is a complete checkpoint.
+
+    ``allow_import`` lets learner specs import any class (``import[path=m.C]``);
+    it is a local decision of the process that builds the experiment, never
+    part of the config, so an experiment arriving from Kafka cannot import code.
     """
 
-    def __init__(self, config: ExperimentConfig, *, emit_predictions: bool = False) -> None:
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        *,
+        emit_predictions: bool = False,
+        allow_import: bool = False,
+    ) -> None:
         self.config = config
+        self.allow_import = allow_import
         self.emit_predictions = emit_predictions
         self.classification = config.task == "classification"
         self.n_bins = config.bins
@@ -171,7 +182,11 @@ class Experiment:
 
     def _build_learner(self, spec: str) -> Any:
         return build_learner(
-            spec, context=self.context, task=self.config.task, seed=self.config.seed
+            spec,
+            context=self.context,
+            task=self.config.task,
+            seed=self.config.seed,
+            allow_import=self.allow_import,
         )
 
     def _make_slot(self, spec: str) -> _Slot:

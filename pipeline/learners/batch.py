@@ -315,7 +315,10 @@ class _LeafModel:
     """What naive Bayes needs from one leaf, read once per leaf state."""
 
     leaf: Any
-    signature: tuple[Any, ...]
+    #: ``(id(splitters), len(splitters), classes)``: what the arrays are laid out for.
+    layout: tuple[Any, ...]
+    #: The class weights the parameters were read at.
+    weights: tuple[float, ...]
     classes: list[Hashable]
     prior: np.ndarray
     positive: list[Hashable]
@@ -323,22 +326,32 @@ class _LeafModel:
     gauss_slots: np.ndarray
     gauss_range: slice | None
     gauss_features: list[Hashable]
+    gauss_splitters: list[GaussianSplitter]
+    #: ``(G, K, 1)`` arrays, ``[g, k]`` for Gaussian feature ``g`` and class ``k``.
     mu: np.ndarray
     minus_two_var: np.ndarray
     half_log_var: np.ndarray
+    valid: np.ndarray
+    #: ``valid`` and the class has a positive weight, as 0.0 / 1.0.
     keep: np.ndarray
     nominal: list[_Nominal]
 
 
-def _signature(leaf: Any) -> tuple[Any, ...]:
-    """Changes whenever the leaf learns (its weights only grow) or its observers are replaced."""
-    splitters = leaf.splitters
-    return (
-        sum(leaf.stats.values()),
-        len(leaf.stats),
-        id(splitters),
-        len(splitters) if splitters is not None else -1,
-    )
+def _gaussian_params(dist: Any) -> tuple[float, float, float, bool] | None:
+    """``(mu, -2 var, log(var) / 2, usable)`` of a class's Gaussian in an
+    observer, as ``Gaussian.log_pdf`` uses them (``usable`` false: river adds
+    nothing for the class); ``None`` for an estimator this module does not know."""
+    if dist is None:
+        return 0.0, -1.0, 0.0, False
+    if type(dist) is not Gaussian:
+        return None
+    var = dist._var
+    n = var.mean.n
+    if n > var.ddof:
+        variance = var._S / (n - var.ddof)
+        if variance > 0.0:
+            return var.mean._mean, -2.0 * variance, 0.5 * math.log(variance), True
+    return 0.0, -1.0, 0.0, False
 
 
 class TreeBatch:
@@ -615,26 +628,61 @@ class TreeBatch:
     # ------------------------------------------------------------------ naive Bayes
 
     def _leaf_model(self, leaf: Any) -> _LeafModel | None:
-        """The (cached) naive Bayes parameters of ``leaf``; ``None`` if some
-        observer is of a type this module does not know."""
-        signature = _signature(leaf)
+        """The naive Bayes parameters of ``leaf``; ``None`` if some observer is
+        of a type this module does not know.
+
+        Kept between calls: a leaf learns one class at a time, which changes
+        that class's weight and the Gaussians of that class only, so only the
+        classes whose weight changed are read again.
+        """
+        splitters = leaf.splitters or {}
+        classes = tuple(leaf.stats)
+        weights = tuple(leaf.stats.values())
+        layout = (id(leaf.splitters), len(splitters), classes)
         cached = self._cache.get(id(leaf))
-        if cached is not None and cached.leaf is leaf and cached.signature == signature:
+        if cached is None or cached.leaf is not leaf or cached.layout != layout:
+            cached = self._build_leaf_model(leaf, layout)
+            if cached is None:
+                return None
+            self._cache[id(leaf)] = cached
+        elif cached.weights != weights:
+            changed = [
+                j for j, (w, v) in enumerate(zip(weights, cached.weights, strict=True)) if w != v
+            ]
+            for g, splitter in enumerate(cached.gauss_splitters):
+                dists = splitter._att_dist_per_class
+                for j in changed:
+                    params = _gaussian_params(dists.get(classes[j]))
+                    if params is None:
+                        return None
+                    (
+                        cached.mu[g, j, 0],
+                        cached.minus_two_var[g, j, 0],
+                        cached.half_log_var[g, j, 0],
+                        cached.valid[g, j, 0],
+                    ) = params
+            for nominal in cached.nominal:
+                nominal.cache.clear()
+        else:
             return cached
-        stats = leaf.stats
-        total = sum(stats.values())
-        classes = list(stats)
-        prior = [math.log(w / total) if w > 0 else 0.0 for w in stats.values()]
-        positive = [c for c, w in stats.items() if w > 0]
-        is_positive = np.array([w > 0 for w in stats.values()], dtype=bool)
+        total = sum(weights)
+        cached.weights = weights
+        cached.prior = np.array([math.log(w / total) if w > 0 else 0.0 for w in weights])
+        cached.positive = [c for c, w in zip(classes, weights, strict=True) if w > 0]
+        is_positive = np.array([w > 0 for w in weights], dtype=bool)
+        cached.keep = (cached.valid & is_positive[None, :, None]).astype(float)
+        return cached
+
+    @staticmethod
+    def _build_leaf_model(leaf: Any, layout: tuple[Any, ...]) -> _LeafModel | None:
+        classes = list(layout[2])
+        splitters = leaf.splitters or {}
         gauss_slots: list[int] = []
         gauss_features: list[Hashable] = []
-        mu: list[list[float]] = []
-        m2v: list[list[float]] = []
-        hlv: list[list[float]] = []
-        valid: list[list[bool]] = []
+        gauss_splitters: list[GaussianSplitter] = []
+        params: list[list[tuple[float, float, float, bool]]] = []
         nominal: list[_Nominal] = []
-        for slot, (feature, splitter) in enumerate((leaf.splitters or {}).items()):
+        for slot, (feature, splitter) in enumerate(splitters.items()):
             kind = type(splitter)
             if kind is NominalSplitterClassif:
                 nominal.append(_Nominal(slot, feature, splitter))
@@ -642,58 +690,37 @@ class TreeBatch:
             if kind is not GaussianSplitter:
                 return None
             dists = splitter._att_dist_per_class
-            row_mu, row_m2v, row_hlv, row_ok = [], [], [], []
-            for c in classes:
-                dist = dists.get(c)
-                mean = variance = 0.0
-                ok = False
-                if dist is not None:
-                    if type(dist) is not Gaussian:
-                        return None
-                    var = dist._var
-                    n = var.mean.n
-                    if n > var.ddof:
-                        variance = var._S / (n - var.ddof)
-                        if variance > 0.0:
-                            mean = var.mean._mean
-                            ok = True
-                row_mu.append(mean)
-                row_m2v.append(-2.0 * variance if ok else -1.0)
-                row_hlv.append(0.5 * math.log(variance) if ok else 0.0)
-                row_ok.append(ok)
+            row = [_gaussian_params(dists.get(c)) for c in classes]
+            if any(p is None for p in row):
+                return None
             gauss_slots.append(slot)
             gauss_features.append(feature)
-            mu.append(row_mu)
-            m2v.append(row_m2v)
-            hlv.append(row_hlv)
-            valid.append(row_ok)
-        k = len(classes)
-        shape = (len(gauss_slots), k, 1)
-        contiguous = (
-            gauss_slots == list(range(gauss_slots[0], gauss_slots[-1] + 1))
-            if gauss_slots
-            else False
+            gauss_splitters.append(splitter)
+            params.append(row)  # type: ignore[arg-type]
+        shape = (len(gauss_slots), len(classes), 1)
+        table = np.array(params, dtype=float).reshape(*shape[:2], 4)
+        contiguous = bool(gauss_slots) and gauss_slots == list(
+            range(gauss_slots[0], gauss_slots[-1] + 1)
         )
-        model = _LeafModel(
+        return _LeafModel(
             leaf=leaf,
-            signature=signature,
+            layout=layout,
+            weights=(),
             classes=classes,
-            prior=np.array(prior, dtype=float),
-            positive=positive,
-            n_slots=len(leaf.splitters or {}),
+            prior=np.zeros(len(classes)),
+            positive=[],
+            n_slots=len(splitters),
             gauss_slots=np.array(gauss_slots, dtype=int),
             gauss_range=slice(gauss_slots[0], gauss_slots[-1] + 1) if contiguous else None,
             gauss_features=gauss_features,
-            mu=np.array(mu, dtype=float).reshape(shape),
-            minus_two_var=np.array(m2v, dtype=float).reshape(shape),
-            half_log_var=np.array(hlv, dtype=float).reshape(shape),
-            keep=(np.array(valid, dtype=bool).reshape(shape) & is_positive[None, :, None]).astype(
-                float
-            ),
+            gauss_splitters=gauss_splitters,
+            mu=table[:, :, 0].reshape(shape).copy(),
+            minus_two_var=table[:, :, 1].reshape(shape).copy(),
+            half_log_var=table[:, :, 2].reshape(shape).copy(),
+            valid=table[:, :, 3].reshape(shape).astype(bool),
+            keep=np.zeros(shape),
             nominal=nominal,
         )
-        self._cache[id(leaf)] = model
-        return model
 
     @staticmethod
     def _nominal_vector(model: _LeafModel, nominal: _Nominal, value: Hashable) -> np.ndarray:

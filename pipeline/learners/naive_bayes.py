@@ -142,22 +142,7 @@ class MixedNB(base.Classifier):
         features = list(frame.index)
         if not features:
             return np.zeros((n, k))
-        tables = [self.gaussian.gaussians.get(c, {}) for c in classes]
-        # A class without a usable Gaussian gets 0 / inf = 0 and density 0: log(1e-9), as in river.
-        mean = np.zeros((len(features), k, 1))
-        sigma = np.full((len(features), k, 1), np.inf)
-        for f, feature in enumerate(features):
-            for j, table in enumerate(tables):
-                gaussian = table.get(feature)
-                if gaussian is None:
-                    continue
-                var = gaussian._var
-                count = var.mean.n
-                if count > var.ddof:
-                    variance = var._S / (count - var.ddof)
-                    if variance > 0.0:
-                        mean[f, j, 0] = var.mean._mean
-                        sigma[f, j, 0] = math.sqrt(variance)
+        mean, sigma = self._gaussian_parameters(tuple(features), tuple(classes))
         out = np.empty((n, k))
         for start in range(0, n, self.chunk):
             stop = min(n, start + self.chunk)
@@ -179,6 +164,47 @@ class MixedNB(base.Classifier):
                 np.multiply(ll, present[:, None, :], out=ll)  # absent features add nothing
             out[start:stop] = np.add.reduce(ll, axis=0).T
         return out
+
+    def _gaussian_parameters(
+        self, features: tuple[str, ...], classes: tuple[Hashable, ...]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation of each feature's Gaussian in each class,
+        ``(F, K, 1)`` arrays; a class without a usable Gaussian for a feature
+        gets sigma ``inf``: ``z = 0 / inf`` and a density of 0, so ``log(1e-9)``
+        as in river.
+
+        Kept between calls: learning an instance changes the count of its class
+        and the Gaussians of that class only, so only the classes whose count
+        changed are read again.
+        """
+        counts = tuple(self.gaussian.class_counts[c] for c in classes)
+        layout = (id(self.gaussian), features, classes)
+        cached = self.__dict__.get("_batch_parameters")
+        if cached is None or cached[0] != layout:
+            mean = np.zeros((len(features), len(classes), 1))
+            sigma = np.full((len(features), len(classes), 1), np.inf)
+            changed = range(len(classes))
+        else:
+            _, known, mean, sigma = cached
+            if known == counts:
+                return mean, sigma
+            changed = [j for j, (a, b) in enumerate(zip(counts, known, strict=True)) if a != b]
+        for j in changed:
+            table = self.gaussian.gaussians.get(classes[j], {})
+            for f, feature in enumerate(features):
+                mu, sd = 0.0, math.inf
+                gaussian = table.get(feature)
+                if gaussian is not None:
+                    var = gaussian._var
+                    count = var.mean.n
+                    if count > var.ddof:
+                        variance = var._S / (count - var.ddof)
+                        if variance > 0.0:
+                            mu, sd = var.mean._mean, math.sqrt(variance)
+                mean[f, j, 0] = mu
+                sigma[f, j, 0] = sd
+        self.__dict__["_batch_parameters"] = (layout, counts, mean, sigma)
+        return mean, sigma
 
     def _add_categorical(
         self, jll: np.ndarray, frame: NumericFrame, classes: list[Hashable]
