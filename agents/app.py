@@ -15,6 +15,7 @@ import tempfile
 from typing import Any
 
 from agents.config import KafkaSettings
+from agents.dashboard import register_views
 from agents.topics import TopicNames
 from agents.worker import StreamWorker
 
@@ -75,10 +76,7 @@ def create_app(
         if (unacked or worker.dirty) and worker.idle_seconds() > 1.0:
             save_and_ack()
 
-    @app.page("/health")
-    async def health(web: Any, request: Any) -> Any:
-        return web.json({"status": "ok", **worker.status()})
-
+    register_views(app, worker)  # /dashboard, /api/metrics, /health (GET only)
     app.streameval_worker = worker  # for the dashboard views
     return app
 

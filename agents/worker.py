@@ -25,6 +25,7 @@ from typing import Any
 
 from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
 from agents.config import KafkaSettings
+from agents.dashboard import DashboardHistory
 from agents.topics import TopicNames
 from pipeline.config import ExperimentConfig
 from pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
@@ -74,6 +75,7 @@ class StreamWorker:
         self.since_checkpoint = 0
         self.last_event = time.monotonic()
         self.delivery_errors: list[str] = []
+        self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -217,6 +219,7 @@ class StreamWorker:
                 self._produce(self.names.metrics, out.stream, out.to_dict())
             elif isinstance(out, DriftEvent):
                 self._produce(self.names.drift, out.stream, out.to_dict())
+        self.history.record(outputs)
         if outputs:
             self.producer.poll(0)
 
@@ -331,9 +334,15 @@ class StreamWorker:
                 self.dirty.add(stream)
         self.producer.poll(0)
 
+    @property
+    def healthy(self) -> bool:
+        """False once an output was not delivered (``/health`` then answers 503)."""
+        return not self.counts["delivery_errors"]
+
     def status(self) -> dict[str, Any]:
         """What the health endpoint and the logs show."""
         return {
+            "healthy": self.healthy,
             "streams": {
                 s: {
                     "n_labelled": r.experiment.n_labelled,

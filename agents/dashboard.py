@@ -1,0 +1,326 @@
+"""The worker's live dashboard: ``/dashboard``, ``/api/metrics`` and ``/health``.
+
+The worker keeps a bounded, in-memory :class:`DashboardHistory` of what it
+publishes itself -- the metric snapshots of the ``metrics`` topic and the
+alarms of the ``drift`` topic -- so the dashboard needs no consumer of its own
+and shows every stream the worker owns. Nothing here feeds back into the
+evaluation: the views are read-only (GET only; Faust answers other methods
+with 405).
+
+``/api/metrics`` is the JSON the page draws, per stream and learner:
+
+* ``series``: columns over the snapshots, oldest first -- ``n_labelled``,
+  ``wall`` (worker clock, seconds since the epoch), ``ts`` (event time),
+  the metrics of :data:`SERIES_METRICS`, ``pending`` and ``throughput``
+  (labels per wall second, see :func:`throughput`);
+* ``binned``: the latest re-evaluation curve (accuracy per bin, ``B + 2`` bins:
+  the first prediction, ``B`` bins of the waiting period, the test-then-train
+  prediction) and the ``n_labelled`` it was taken at;
+* ``drift``: the latest alarms (learner, detector, index, ts, statistic).
+
+``?since=V`` with the ``version`` of a previous answer returns only
+``{"version": V, "unchanged": true, "generated": ...}`` when nothing was recorded since, which
+is what the page's one-second polling costs when a stream is idle.
+
+The page (``agents/static/dashboard.html``) is plain HTML with hand-written
+SVG charts and no external resources; it is served with a content security
+policy that allows exactly its own inline script and style.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from pipeline.events import DriftEvent
+from pipeline.experiment import MetricSnapshot
+
+#: Snapshot metrics kept as time series (``None`` where a snapshot lacks one, e.g. ``auc``
+#: of a stream that is not binary).
+SERIES_METRICS = (
+    "accuracy",
+    "kappa",
+    "kappa_per",
+    "kappa_plus",
+    "kappa_m",
+    "auc",
+    "window.accuracy",
+)
+#: Snapshots kept per stream and learner, and drift alarms kept per stream and learner.
+DEFAULT_MAXLEN = 2000
+#: Wall seconds over which :func:`throughput` averages.
+THROUGHPUT_WINDOW = 5.0
+
+
+def _number(value: Any, digits: int = 6) -> float | None:
+    """A finite float rounded to ``digits`` decimals, else ``None`` (JSON has no NaN).
+
+    >>> _number(0.123456789), _number(float("nan")), _number(None), _number(True)
+    (0.123457, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return round(value, digits) if math.isfinite(value) else None
+
+
+def throughput(
+    n_labelled: list[int], wall: list[float], window: float = THROUGHPUT_WINDOW
+) -> list[float | None]:
+    """Labels per wall second at each snapshot, averaged over the last ``window`` seconds.
+
+    The rate at snapshot ``i`` is ``(n[i] - n[j]) / (wall[i] - wall[j])`` with ``j``
+    the oldest earlier snapshot at most ``window`` seconds older (the previous one
+    if none is that recent). The first snapshot, and snapshots taken in the same
+    instant as their reference, have no rate (``None``).
+
+    >>> throughput([100, 200, 300, 400], [0.0, 1.0, 2.0, 4.0], window=2.5)
+    [None, 100.0, 100.0, 50.0]
+    """
+    out: list[float | None] = []
+    j = 0
+    for i in range(len(n_labelled)):
+        while j < i - 1 and wall[i] - wall[j] > window:
+            j += 1
+        k = j if j < i else i - 1
+        if k < 0 or wall[i] <= wall[k]:
+            out.append(None)
+            continue
+        out.append(round((n_labelled[i] - n_labelled[k]) / (wall[i] - wall[k]), 1))
+    return out
+
+
+@dataclass
+class _Track:
+    """What is kept of one learner of one stream."""
+
+    points: deque[tuple[Any, ...]]
+    alarms: deque[dict[str, Any]]
+    binned: list[float | None] | None = None
+    binned_at: int = 0
+    kind: str = "periodic"
+
+
+@dataclass
+class DashboardHistory:
+    """Bounded history of the snapshots and drift alarms a worker published.
+
+    A point is ``(n_labelled, wall, ts, *SERIES_METRICS, pending)``. Points of a
+    learner keep strictly increasing ``n_labelled``: a snapshot at or before the
+    last kept one (the final snapshot at the count of the last periodic one, or
+    outputs produced again after a restore) replaces the points it overlaps.
+    """
+
+    maxlen: int = DEFAULT_MAXLEN
+    clock: Callable[[], float] = time.time
+    changes: int = 0
+    epoch: str = field(default_factory=lambda: secrets.token_hex(4))
+    streams: dict[str, dict[str, _Track]] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        """Changes whenever something is recorded (and differs between worker processes)."""
+        return f"{self.epoch}.{self.changes}"
+
+    def _track(self, stream: str, learner: str) -> _Track:
+        learners = self.streams.setdefault(stream, {})
+        track = learners.get(learner)
+        if track is None:
+            track = learners[learner] = _Track(
+                deque(maxlen=self.maxlen), deque(maxlen=self.maxlen)
+            )
+        return track
+
+    def record(self, outputs: Iterable[Any]) -> None:
+        """Keep the snapshots and drift alarms among ``outputs`` (others are ignored)."""
+        for out in outputs:
+            if isinstance(out, MetricSnapshot):
+                self.add_snapshot(out)
+            elif isinstance(out, DriftEvent):
+                self.add_drift(out)
+
+    def add_snapshot(self, snap: MetricSnapshot) -> None:
+        track = self._track(snap.stream, snap.learner)
+        metrics = snap.metrics or {}
+        pending = metrics.get("pending")
+        point = (
+            int(snap.n_labelled),
+            self.clock(),
+            _number(snap.ts),
+            *(_number(metrics.get(name)) for name in SERIES_METRICS),
+            int(pending) if isinstance(pending, (int, float)) and math.isfinite(pending) else None,
+        )
+        while track.points and track.points[-1][0] >= point[0]:
+            track.points.pop()
+        track.points.append(point)
+        track.kind = snap.kind
+        accuracy = (snap.binned or {}).get("accuracy")
+        if accuracy:
+            track.binned = [_number(v) for v in accuracy]
+            track.binned_at = int(snap.n_labelled)
+        self.changes += 1
+
+    def add_drift(self, event: DriftEvent) -> None:
+        track = self._track(event.stream, event.learner)
+        track.alarms.append(
+            {
+                "learner": event.learner,
+                "detector": event.detector,
+                "index": int(event.index),
+                "ts": _number(event.ts),
+                "statistic": _number(event.statistic),
+                "wall": round(self.clock(), 3),
+            }
+        )
+        self.changes += 1
+
+    def to_json(self, stream: str | None = None) -> dict[str, Any]:
+        """The ``streams`` part of ``/api/metrics`` (one stream with ``stream``)."""
+        names = sorted(self.streams) if stream is None else [stream]
+        return {s: self._stream_json(self.streams[s]) for s in names if s in self.streams}
+
+    def _stream_json(self, learners: dict[str, _Track]) -> dict[str, Any]:
+        series: dict[str, Any] = {}
+        binned: dict[str, Any] = {}
+        drift: list[dict[str, Any]] = []
+        n_labelled = 0
+        last_wall: float | None = None
+        finished = bool(learners)
+        for learner, track in learners.items():
+            columns = list(zip(*track.points, strict=True)) if track.points else []
+            n = [int(v) for v in columns[0]] if columns else []
+            wall = [float(v) for v in columns[1]] if columns else []
+            entry: dict[str, Any] = {
+                "n_labelled": n,
+                "wall": [round(w, 3) for w in wall],
+                "ts": list(columns[2]) if columns else [],
+            }
+            for offset, name in enumerate(SERIES_METRICS, start=3):
+                entry[name] = list(columns[offset]) if columns else []
+            entry["pending"] = list(columns[-1]) if columns else []
+            entry["throughput"] = throughput(n, wall)
+            series[learner] = entry
+            if track.binned is not None:
+                binned[learner] = {"n_labelled": track.binned_at, "accuracy": track.binned}
+            drift.extend(track.alarms)
+            if n:
+                n_labelled = max(n_labelled, n[-1])
+                last_wall = wall[-1] if last_wall is None else max(last_wall, wall[-1])
+            finished = finished and track.kind == "final"
+        drift.sort(key=lambda a: (a["index"], a["learner"], a["detector"]))
+        return {
+            "learners": list(learners),
+            "n_labelled": n_labelled,
+            "last_update": None if last_wall is None else round(last_wall, 3),
+            "final": finished,
+            "series": series,
+            "binned": binned,
+            "drift": drift,
+        }
+
+
+def metrics_payload(
+    history: DashboardHistory,
+    status: dict[str, Any] | None = None,
+    *,
+    since: str | None = None,
+    stream: str | None = None,
+) -> dict[str, Any]:
+    """The body of ``/api/metrics`` (see the module docstring)."""
+    now = round(history.clock(), 3)
+    if since is not None and since == history.version:
+        return {"version": history.version, "unchanged": True, "generated": now}
+    payload: dict[str, Any] = {
+        "version": history.version,
+        "generated": now,
+        "streams": history.to_json(stream),
+    }
+    if status is not None:
+        payload["worker"] = {
+            "healthy": bool(status.get("healthy", True)),
+            "streams": status.get("streams", {}),
+            "counts": status.get("counts", {}),
+        }
+    return payload
+
+
+# -- the page ---------------------------------------------------------------------------------
+
+_page_cache: dict[str, tuple[str, str]] = {}
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def dashboard_page() -> tuple[str, str]:
+    """The dashboard HTML and its Content-Security-Policy (hashes of its inline parts)."""
+    if "page" not in _page_cache:
+        html = resources.files("agents").joinpath("static/dashboard.html").read_text("utf-8")
+        scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.DOTALL)
+        styles = re.findall(r"<style>(.*?)</style>", html, flags=re.DOTALL)
+        csp = "; ".join(
+            [
+                "default-src 'none'",
+                "script-src " + " ".join(_csp_hash(s) for s in scripts),
+                "style-src " + " ".join(_csp_hash(s) for s in styles),
+                "connect-src 'self'",
+                "img-src 'self' data:",
+                "base-uri 'none'",
+                "form-action 'none'",
+                "frame-ancestors 'none'",
+            ]
+        )
+        _page_cache["page"] = (html, csp)
+    return _page_cache["page"]
+
+
+def register_views(app: Any, worker: Any) -> None:
+    """Add ``/dashboard``, ``/api/metrics`` and ``/health`` to the Faust ``app``.
+
+    ``worker`` is the :class:`~agents.worker.StreamWorker` (its ``history`` and
+    ``status()``). ``/health`` answers 200 while the worker is healthy, else 503.
+    """
+
+    @app.page("/dashboard")
+    async def dashboard(view: Any, request: Any) -> Any:
+        html, csp = dashboard_page()
+        return view.html(
+            html,
+            headers={
+                "Content-Security-Policy": csp,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    @app.page("/api/metrics")
+    async def api_metrics(view: Any, request: Any) -> Any:
+        query = request.query
+        payload = metrics_payload(
+            worker.history, worker.status(), since=query.get("since"), stream=query.get("stream")
+        )
+        return view.json(
+            payload, headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+        )
+
+    @app.page("/health")
+    async def health(view: Any, request: Any) -> Any:
+        status = worker.status()
+        ok = bool(status.get("healthy", True))
+        return view.json(
+            {"status": "ok" if ok else "failing", **status},
+            status=200 if ok else 503,
+            headers={"Cache-Control": "no-store"},
+        )

@@ -1,0 +1,429 @@
+"""The live dashboard: the history the worker keeps, ``/api/metrics``, and the page in Chromium.
+
+The first tests are plain unit tests of :mod:`agents.dashboard`. The last one
+runs the real thing: a broker, a worker with ``--web``, an Electricity replay
+paced to last about 15 s, and the page in headless Chromium (Selenium with
+Debian's ``chromium`` and ``chromium-driver``), checking that the curves grow
+while the stream runs. Without Chromium it is skipped with the reason (and
+fails under ``CI=true``, where ``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.dashboard import DashboardHistory, dashboard_page, metrics_payload, throughput
+from pipeline.events import DriftEvent
+from pipeline.experiment import MetricSnapshot
+
+LEARNERS = ["nochange", "nb", "ta:ht"]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def snapshot(n: int, learner: str = "nb", kind: str = "periodic", **metrics: float) -> Any:
+    values = {"accuracy": 0.8, "kappa": 0.5, "pending": 48, **metrics}
+    return MetricSnapshot("s", learner, n, float(n) * 1800, kind, values, {"accuracy": [0.5, 0.9]})
+
+
+# -- unit tests -------------------------------------------------------------------------------
+
+
+def test_history_keeps_series_binned_curve_and_alarms() -> None:
+    clock = FakeClock()
+    history = DashboardHistory(clock=clock)
+    v0 = history.version
+    for n in (200, 400, 600):
+        history.record([snapshot(n, "nb"), snapshot(n, "nochange", kappa=float("nan"))])
+        clock.now += 2.0
+    history.record([DriftEvent("s", "nb", "ddm", 333, 5.0, 3.1), "not an output"])
+    assert history.version != v0
+    stream = history.to_json()["s"]
+    assert stream["learners"] == ["nb", "nochange"]
+    assert stream["n_labelled"] == 600 and stream["final"] is False
+    nb = stream["series"]["nb"]
+    assert nb["n_labelled"] == [200, 400, 600]
+    assert nb["accuracy"] == [0.8, 0.8, 0.8] and nb["auc"] == [None, None, None]
+    assert nb["pending"] == [48, 48, 48]
+    assert nb["throughput"] == [None, 100.0, 100.0]  # 200 labels per 2 wall seconds
+    assert stream["series"]["nochange"]["kappa"] == [None, None, None]  # NaN -> null
+    assert stream["binned"]["nb"] == {"n_labelled": 600, "accuracy": [0.5, 0.9]}
+    assert [(a["learner"], a["index"]) for a in stream["drift"]] == [("nb", 333)]
+    json.dumps(history.to_json(), allow_nan=False)  # strict JSON
+
+
+def test_history_is_bounded_and_keeps_n_labelled_increasing() -> None:
+    history = DashboardHistory(maxlen=5, clock=FakeClock())
+    for n in range(1, 21):
+        history.add_snapshot(snapshot(n * 10))
+    history.add_snapshot(snapshot(200, kind="final", accuracy=0.9))  # same count: replaces
+    for i in range(8):
+        history.add_drift(DriftEvent("s", "nb", "ph", i, 0.0, 1.0))
+    stream = history.to_json()["s"]
+    assert stream["series"]["nb"]["n_labelled"] == [160, 170, 180, 190, 200]
+    assert stream["series"]["nb"]["accuracy"][-1] == 0.9
+    assert stream["final"] is True
+    assert len(stream["drift"]) == 5
+    history.add_snapshot(snapshot(175))  # a replayed older snapshot drops what it overlaps
+    assert history.to_json()["s"]["series"]["nb"]["n_labelled"] == [160, 170, 175]
+
+
+def test_throughput_uses_a_wall_window() -> None:
+    assert throughput([], []) == []
+    assert throughput([10], [0.0]) == [None]
+    assert throughput([10, 20], [0.0, 0.0]) == [None, None]  # same instant: no rate
+    rates = throughput([0, 100, 200, 300, 400, 500], [0, 1, 2, 3, 4, 10], window=2.0)
+    assert rates == [None, 100.0, 100.0, 100.0, 100.0, 16.7]
+
+
+def test_payload_unchanged_since_and_worker_status() -> None:
+    history = DashboardHistory(clock=FakeClock())
+    history.add_snapshot(snapshot(200))
+    status = {"healthy": False, "streams": {"s": {"n_labelled": 200}}, "counts": {"events": 3}}
+    full = metrics_payload(history, status)
+    assert full["worker"]["healthy"] is False and "s" in full["streams"]
+    same = metrics_payload(history, status, since=full["version"])
+    assert same == {"version": full["version"], "unchanged": True, "generated": 1000.0}
+    history.add_snapshot(snapshot(400))
+    assert "streams" in metrics_payload(history, status, since=full["version"])
+    assert metrics_payload(history, stream="nope")["streams"] == {}
+    other = DashboardHistory(clock=FakeClock())  # another worker process: another version
+    assert other.version != DashboardHistory(clock=FakeClock()).version
+
+
+def test_page_is_self_contained_and_its_csp_allows_only_its_own_script() -> None:
+    html, csp = dashboard_page()
+    assert "/api/metrics" in html and "<svg" not in html  # charts are drawn by the script
+    for external in ("http://", "https://", "src=", "@import"):
+        assert external not in html.replace("http://www.w3.org/2000/svg", "")
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp
+    assert "script-src 'sha256-" in csp and "unsafe" not in csp
+    assert "innerHTML" not in html  # stream and learner names only ever go into textContent
+
+
+class FakeView:
+    """What a Faust view offers a handler: ``html`` and ``json`` responses."""
+
+    def html(self, value: str, **kw: Any) -> dict[str, Any]:
+        return {"body": value, "status": 200, **kw}
+
+    def json(self, value: Any, **kw: Any) -> dict[str, Any]:
+        return {"body": value, "status": 200, **kw}
+
+
+class FakeApp:
+    def __init__(self) -> None:
+        self.pages: dict[str, Any] = {}
+
+    def page(self, path: str) -> Any:
+        def add(handler: Any) -> Any:
+            self.pages[path] = handler
+            return handler
+
+        return add
+
+
+class FakeWorker:
+    def __init__(self) -> None:
+        self.history = DashboardHistory(clock=FakeClock())
+        self.healthy = True
+
+    def status(self) -> dict[str, Any]:
+        return {"healthy": self.healthy, "streams": {}, "counts": {}}
+
+
+def test_views_answer_dashboard_metrics_and_health() -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from agents.dashboard import register_views
+
+    app, worker = FakeApp(), FakeWorker()
+    register_views(app, worker)
+    assert set(app.pages) == {"/dashboard", "/api/metrics", "/health"}
+
+    def get(path: str, **query: str) -> dict[str, Any]:
+        request = SimpleNamespace(query=query)
+        return asyncio.run(app.pages[path](FakeView(), request))
+
+    page = get("/dashboard")
+    assert page["headers"]["Content-Security-Policy"] == dashboard_page()[1]
+    worker.history.add_snapshot(snapshot(200))
+    body = get("/api/metrics")["body"]
+    assert body["streams"]["s"]["n_labelled"] == 200
+    assert get("/api/metrics", since=body["version"])["body"]["unchanged"] is True
+    assert get("/health")["status"] == 200
+    worker.healthy = False
+    health = get("/health")
+    assert health["status"] == 503 and health["body"]["status"] == "failing"
+
+
+# -- the page in Chromium, on a live run ------------------------------------------------------
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1400,1300",
+)
+
+
+def _missing_browser(reason: str) -> None:
+    message = (
+        f"{reason}; install Debian's chromium and chromium-driver and selenium "
+        "(pip install -e '.[dev]'), or set STREAMEVAL_CHROMIUM / STREAMEVAL_CHROMEDRIVER"
+    )
+    if os.environ.get("CI", "").strip().lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _which(env: str, *names: str) -> str | None:
+    if os.environ.get(env):
+        return shutil.which(os.environ[env])  # None unless it is an executable
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """A headless Chromium driven by Selenium (skipped, with the reason, when absent)."""
+    chromium = _which("STREAMEVAL_CHROMIUM", "chromium", "chromium-browser", "google-chrome")
+    driver_path = _which("STREAMEVAL_CHROMEDRIVER", "chromedriver")
+    if chromium is None:
+        _missing_browser("no Chromium binary found (looked for chromium, chromium-browser)")
+    if driver_path is None:
+        _missing_browser("no chromedriver found")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing_browser("selenium is not installed")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(driver_path)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http(url: str, method: str = "GET", timeout: float = 5.0) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def answers(url: str) -> bool:
+    try:
+        return http(url, timeout=1.0)[0] == 200
+    except OSError:  # not listening yet (URLError is an OSError)
+        return False
+
+
+def wait_for(predicate: Any, timeout: float, what: str, alive: Any = None) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if alive is not None and not alive():
+            raise AssertionError(f"the worker stopped while waiting for {what}")
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def png_checks(png: bytes, path: Path) -> None:
+    """A real picture: PNG, a sensible size, and far from one flat colour."""
+    import numpy as np
+    from PIL import Image
+
+    path.write_bytes(png)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    width, height = image.size
+    assert width >= 800 and height >= 600, image.size
+    pixels = np.asarray(image, dtype=np.int16).reshape(-1, 3)
+    colours = np.unique(pixels[:: max(1, len(pixels) // 200_000)], axis=0)
+    assert len(colours) > 20, f"{len(colours)} colours: a blank page?"
+    background = (pixels == pixels[0]).all(axis=1).mean()
+    assert background < 0.97, f"{background:.1%} of the pixels are the background colour"
+
+
+CHART_POINTS = (
+    "const s = document.querySelector('section.stream');"
+    "if (!s) return null;"
+    "const paths = [...s.querySelectorAll('svg[data-chart=accuracy] path.line')];"
+    "return {n: Number(s.dataset.nLabelled),"
+    " points: paths.map(p => Number(p.dataset.points)),"
+    " learners: paths.map(p => p.dataset.learner),"
+    " markers: s.querySelectorAll('svg[data-chart=accuracy] .alarm-marker').length,"
+    " binned: s.querySelectorAll('svg[data-chart=binned] path.line').length,"
+    " health: document.getElementById('health').textContent};"
+)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_dashboard_updates_live_in_chromium(
+    browser: Any, kafka_settings: Any, kafka_prefix: str, data_dir: Path, tmp_path: Path
+) -> None:
+    from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
+    from agents.replay import PackedMessages, replay
+    from agents.topics import ensure_topics
+    from pipeline.config import ExperimentConfig
+    from pipeline.evaluate import prepare, schedule
+
+    started = time.monotonic()
+    settings = replace(kafka_settings, topic_prefix=kafka_prefix)
+    ensure_topics(settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix)
+    dataset, config = prepare(
+        ExperimentConfig(
+            stream=f"elec-dash-{uuid.uuid4().hex[:6]}",
+            learners=LEARNERS,
+            dataset="electricity",
+            limit=4000,
+            delay="48",
+            reeval_k=10,
+            bins=20,
+            window=500,
+            snapshot_every=200,
+            detectors=["ddm"],
+        ),
+        data_dir,
+    )
+    events = list(schedule(config, dataset))
+    span = events[-1].ts - events[0].ts
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    shots = Path(os.environ.get("STREAMEVAL_SCREENSHOT_DIR") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+
+    waiter = ResultsWaiter(settings, config.stream)
+    submit_experiment(settings, config)
+    worker = start_worker(
+        settings,
+        {"STREAMEVAL_CHECKPOINT_KEY": "dashboard-test-key-" + "k" * 20},
+        log_path=tmp_path / "worker.log",
+        extra_args=["--web", "--web-port", str(port)],
+    )
+    alive = lambda: worker.poll() is None  # noqa: E731
+    replay_errors: list[BaseException] = []
+
+    def paced_replay() -> None:
+        try:  # ~15 s of wall time for the whole stream
+            replay(events, settings, speed=span / 15.0, message_format=PackedMessages(50))
+        except BaseException as exc:  # reported by the test thread
+            replay_errors.append(exc)
+
+    feeder = threading.Thread(target=paced_replay, daemon=True)
+    try:
+        wait_for(lambda: answers(base + "/health"), 60, "/health", alive)
+        feeder.start()
+        browser.get(base + "/dashboard")
+        assert "streameval" in browser.title
+
+        first = wait_for(
+            lambda: (r := browser.execute_script(CHART_POINTS)) and min(r["points"] or [0]) > 0
+            and r,
+            30,
+            "the first curves on the page",
+            alive,
+        )
+        assert sorted(first["learners"]) == sorted(LEARNERS)
+        time.sleep(3.0)
+        second = browser.execute_script(CHART_POINTS)
+        assert feeder.is_alive(), "the replay ended before the second read: pace it slower"
+        assert second["n"] > first["n"], (first, second)
+        for before, after in zip(first["points"], second["points"], strict=True):
+            assert after > before, (first, second)
+        assert second["binned"] == len(LEARNERS)
+        assert second["health"] == "worker healthy"
+        png_checks(browser.get_screenshot_as_png(), shots / "dashboard-live.png")
+
+        status, body = http(base + "/api/metrics")
+        assert status == 200
+        api = json.loads(body)
+        stream = api["streams"][config.stream]
+        assert sorted(stream["learners"]) == sorted(LEARNERS)
+        for learner in LEARNERS:
+            series = stream["series"][learner]
+            n = series["n_labelled"]
+            assert len(n) >= 2 and all(a < b for a, b in itertools.pairwise(n)), n
+            assert all(v % 200 == 0 for v in n)
+            for key in ("accuracy", "kappa", "kappa_per", "kappa_plus", "auc", "pending"):
+                assert len(series[key]) == len(n) and series[key][-1] is not None, key
+            assert 0.0 <= series["accuracy"][-1] <= 1.0
+            assert any(v is not None and v > 0 for v in series["throughput"])
+            assert len(stream["binned"][learner]["accuracy"]) == 22  # B + 2 bins
+        assert api["worker"]["healthy"] is True
+
+        assert http(base + "/api/metrics", method="POST")[0] == 405  # read-only
+        assert http(base + "/dashboard", method="DELETE")[0] == 405
+
+        feeder.join(60)
+        assert not replay_errors, replay_errors
+        results = waiter.wait(60, alive=alive)
+        assert results["n_labelled"] == 4000
+        final = wait_for(
+            lambda: (r := browser.execute_script(CHART_POINTS)) and r["n"] == 4000 and r,
+            10,
+            "the final snapshot on the page",
+        )
+        assert final["markers"] > 0  # ddm alarms drawn on the accuracy chart
+        png_checks(browser.get_screenshot_as_png(), shots / "dashboard-final.png")
+        severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
+        assert not severe, severe  # no script error, nothing blocked by the CSP
+        health = json.loads(http(base + "/health")[1])
+        assert health["status"] == "ok" and health["streams"][config.stream]["finished"]
+    except BaseException:
+        print((tmp_path / "worker.log").read_text(errors="replace")[-3000:])
+        raise
+    finally:
+        stop_worker(worker)
+        feeder.join(5)
+    assert time.monotonic() - started < 60
