@@ -9,7 +9,7 @@ export STREAMEVAL_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 # one string-hash seed for every process, so in-process and Kafka runs agree to the last bit
 export PYTHONHASHSEED ?= 0
 
-.PHONY: help install test lint run evaluate bench faults clean
+.PHONY: help install test lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -37,6 +37,24 @@ evaluate: install  ## the same experiment in-process, no Kafka
 
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
+
+COMPOSE := docker compose -f docker/docker-compose.yml
+
+.PHONY: kafka-up kafka-down kafka-experiment report
+
+kafka-up:  ## start Apache Kafka (KRaft, one node), create the topics, start a worker (Docker)
+	$(COMPOSE) up -d
+
+kafka-experiment:  ## on the Docker Kafka: submit + replay Electricity; writes results/electricity.json and its report
+	mkdir -p results
+	$(COMPOSE) --profile experiment up -d submit replay
+	RESULTS_UID=$$(id -u) $(COMPOSE) --profile experiment run --rm --no-deps results
+
+kafka-down:  ## stop and remove every compose service, the experiment jobs included (Kafka's data goes too)
+	$(COMPOSE) --profile experiment down --remove-orphans
+
+report: install  ## HTML report of `make evaluate`'s results (results/electricity-evaluate-report/report.html)
+	$(BIN)/streameval report results/electricity-evaluate.json
 
 clean:  ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import ExperimentConfig
+from pipeline.report.html import add_report_command, add_report_option, report_from_args
 
 DEFAULT_LEARNERS = ["nochange", "majority", "nb", "ht", "ta:ht"]
 
@@ -137,6 +138,7 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="emit a metrics snapshot every N labels (default: only at the end)",
     )
+    add_report_option(g)
     g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -177,7 +179,8 @@ def print_results(results: dict[str, Any], out: Any = None) -> None:
     )
     print(metrics_table(results), file=out)
     if cfg.get("reeval_k"):
-        print("\n" + binned_table(results), file=out)
+        metric = "accuracy" if results.get("task", "classification") == "classification" else "mae"
+        print("\n" + binned_table(results, metric), file=out)
         print(overhead_line(results), file=out)
     drift = {s: e["drift"] for s, e in results["learners"].items() if "drift" in e}
     if drift:
@@ -218,6 +221,7 @@ def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
 
             plot_binned(results, plot)
             print(f"binned accuracy plot written to {plot}", file=sys.stderr)
+    report_from_args(results, args)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -291,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick-n", type=int, default=100, help="size of the quick test sample")
     p.add_argument("--json", default=None, metavar="FILE")
     p.set_defaults(handler=cmd_diagnose)
+
+    add_report_command(sub)
 
     try:
         from agents.commands import register

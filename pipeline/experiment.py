@@ -54,6 +54,7 @@ from pipeline.metrics.regression import RegressionMetrics
 from pipeline.reeval.bins import average_per_bin, dominant_per_bin
 from pipeline.reeval.buffer import PendingBuffer
 from pipeline.reeval.summary import weighted_summary, weights_preset
+from pipeline.report.curves import CurveRecorder
 
 PER = "__per__"
 MAJ = "__maj__"
@@ -177,6 +178,7 @@ class Experiment:
         }
         self.last_ts = 0.0
         self.ended = False
+        self.curves = CurveRecorder()  # the periodic snapshots, for results()["curves"]
 
     # -- construction -----------------------------------------------------------------------
 
@@ -396,7 +398,9 @@ class Experiment:
 
         every = self.config.snapshot_every
         if every and self.n_labelled % every == 0:
-            out.extend(self.snapshots("periodic"))
+            snapshots = self.snapshots("periodic")
+            self._curves().extend(snapshots)
+            out.extend(snapshots)
         return out
 
     def _repredict(self, ts: float) -> list[Output]:
@@ -455,7 +459,10 @@ class Experiment:
             self._diag_waiting.clear()
         self.counters["never_labelled"] = len(self.buffer)
         self.ended = True
-        return list(self.snapshots("final"))
+        snapshots = self.snapshots("final")
+        if self.config.snapshot_every:
+            self._curves().extend(snapshots)
+        return list(snapshots)
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -564,7 +571,17 @@ class Experiment:
         }
         if self.diagnostics is not None:
             doc["diagnostics"] = self.diagnostics.get()
+        curves = self._curves().block() if self.config.snapshot_every else None
+        if curves is not None:
+            doc["curves"] = curves
         return clean(doc)
+
+    def _curves(self) -> CurveRecorder:
+        """The curve recorder (created here for experiments pickled before it existed)."""
+        recorder = self.__dict__.get("curves")
+        if recorder is None:
+            recorder = self.curves = CurveRecorder()
+        return recorder
 
     def _drift_block(self, alarms: list[int]) -> dict[str, Any]:
         block: dict[str, Any] = {"alarms": list(alarms), "n_alarms": len(alarms)}

@@ -28,6 +28,7 @@ from agents.replay import PackedMessages, replay
 from agents.topics import TopicNames, ensure_topics
 from pipeline.config import ExperimentConfig
 from pipeline.evaluate import evaluate, prepare, schedule
+from pipeline.report.curves import curves_from_snapshots
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -56,6 +57,7 @@ def comparable(results: dict) -> dict:
     r.pop("stream")
     r["config"].pop("stream")
     r["config"].pop("snapshot_every", None)
+    r.pop("curves", None)  # only runs with --snapshot-every have curves
     return r
 
 
@@ -124,6 +126,9 @@ def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> Non
         assert len(snap["binned"]["accuracy"]) == 22
     periodic = [s for s in mine if s["kind"] == "periodic" and s["learner"] == "nb"]
     assert [s["n_labelled"] for s in periodic] == [500, 1000, 1500, 2000, 2500, 3000]
+    # the results' curves are the snapshots the metrics topic carried
+    assert ran["curves"] == curves_from_snapshots(mine)
+    assert ran["curves"]["n_labelled"] == [500, 1000, 1500, 2000, 2500, 3000]
 
 
 def test_worker_killed_mid_run_ends_with_identical_results(

@@ -1,0 +1,684 @@
+"""A self-contained HTML report of a results document: ``streameval report RESULTS.json``.
+
+:func:`write_report` writes ``report.html`` and the PNG plots it shows into
+one directory. The HTML embeds every plot as a ``data:image/png;base64`` URI
+and its style sheet inline: it references nothing outside itself and opens
+offline, from a mail attachment as well as from the directory.
+
+What it shows:
+
+* the experiment (stream, counts, delay, estimators, re-evaluation settings);
+* a ranking of the learners by ``kappa_plus``, then accuracy (regression: by
+  MAE), with the No-Change and Majority baselines marked and every learner
+  whose ``kappa_per <= 0`` flagged *fails No-Change*
+  (``temporal-dependence-evaluation-journal.txt``, sect. 4.4-4.5);
+* metrics over time from the optional ``curves`` block
+  (:mod:`pipeline.report.curves`), or how to get them;
+* binned performance of continuous re-evaluation and its overhead;
+* the stream's temporal-dependence diagnostics (priors, transition matrix,
+  ``Delta(l)``, quick test) as tables and plots;
+* pairwise comparisons (Q statistic, signed McNemar) and drift alarms.
+
+Every number in a table cell carries the exact JSON value it shows
+(``data-value``) and where it comes from (``data-path``, a JSON list of keys
+into the results document), so the report can be checked against the
+document mechanically; ``tests/test_report.py`` does so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.spec import SpecError, split_wrappers
+
+REPORT_NAME = "report.html"
+CLASSIFICATION_RANK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("accuracy", "accuracy"),
+    ("kappa", "kappa"),
+    ("kappa_per", "kappa_per"),
+    ("kappa_m", "kappa_m"),
+    ("kappa_plus", "kappa_plus"),
+    ("gmean", "G-mean"),
+)
+REGRESSION_RANK_COLUMNS: tuple[tuple[str, str], ...] = (("mae", "MAE"), ("rmse", "RMSE"))
+FORGETTING_COLUMNS: tuple[str, ...] = ("accuracy", "kappa", "kappa_per", "kappa_plus", "auc")
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;
+max-width:1100px;padding:0 1em;color:#222;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;
+border-bottom:1px solid #ddd;padding-bottom:.2em}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.6em 0 1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.baseline td,tr.baseline th{background:#f7f7fb}
+.fail{color:#a40000;font-weight:600}.ok{color:#1a6e1a}.note{color:#555;font-size:.9em}
+.hint{background:#fff8e1;border:1px solid #f0d98c;padding:.6em .8em;border-radius:4px}
+figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.85em;color:#555}code{background:#f3f3f3;padding:0 .2em}
+"""
+
+
+# -- value formatting ------------------------------------------------------------------------
+
+
+def display(value: Any) -> str:
+    """How a JSON value is shown in a cell: floats to 4 decimals, ints with separators.
+
+    >>> display(0.72462), display(45312), display(None), display(True)
+    ('0.7246', '45,312', '-', 'yes')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "-"
+        if value != 0 and abs(value) >= 1e6:
+            return f"{value:.4g}"
+        return f"{value:.4f}"
+    return str(value)
+
+
+def esc(text: Any) -> str:
+    """HTML-escape ``text`` (quotes too)."""
+    return html.escape(str(text), quote=True)
+
+
+def lookup(results: dict[str, Any], path: list[Any]) -> Any:
+    """The value at ``path`` (keys and list indices) in ``results``; ``None`` when absent.
+
+    >>> lookup({"a": {"b": [1, 2]}}, ["a", "b", 1])
+    2
+    """
+    node: Any = results
+    for key in path:
+        if isinstance(node, dict):
+            node = node.get(key)
+        elif isinstance(node, list) and isinstance(key, int) and 0 <= key < len(node):
+            node = node[key]
+        else:
+            return None
+    return node
+
+
+def cell(results: dict[str, Any], path: list[Any]) -> str:
+    """A ``<td>`` showing the value at ``path``, with its exact value and path as attributes."""
+    value = lookup(results, path)
+    if isinstance(value, (dict, list)):
+        raise TypeError(f"{path} is not a scalar")
+    css = "text" if isinstance(value, str) else "num"
+    return (
+        f'<td class="{css}" data-path="{esc(json.dumps(path))}" '
+        f'data-value="{esc(json.dumps(value))}" title="{esc(json.dumps(value))}">'
+        f"{esc(display(value))}</td>"
+    )
+
+
+def text_cell(text: Any, css: str = "") -> str:
+    """A ``<td>`` with text that is not a number of the results (names, verdicts)."""
+    cls = f' class="{css}"' if css else ""
+    return f"<td{cls}>{esc(text)}</td>"
+
+
+def row_header(text: Any) -> str:
+    """A ``<th>`` naming a row (a class label, a setting): never a number of the results."""
+    return f'<th scope="row">{esc(text)}</th>'
+
+
+def table(header: list[str], rows: list[str], ident: str) -> str:
+    """An HTML table (``id`` = ``ident``) from header texts and rendered ``<tr>`` rows."""
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in header)
+    return (
+        f'<table id="{esc(ident)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+# -- the ranking -----------------------------------------------------------------------------
+
+
+def baseline_role(spec: str) -> str | None:
+    """``"No-Change"`` or ``"Majority"`` for the two label-only baselines, else ``None``.
+
+    >>> baseline_role("nochange"), baseline_role("majority[window=500]"), baseline_role("ta:ht")
+    ('No-Change', 'Majority', None)
+    """
+    try:
+        parts = split_wrappers(spec)
+    except SpecError:
+        return None
+    if len(parts) != 1:
+        return None
+    return {"nochange": "No-Change", "majority": "Majority"}.get(parts[0].name)
+
+
+def _desc(value: Any) -> tuple[bool, float]:
+    """Sort key part: present values first, larger first."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return (False, -float(value))
+    return (True, 0.0)
+
+
+def ranking(results: dict[str, Any]) -> list[str]:
+    """Learner specs, best first.
+
+    Classification: by ``kappa_plus``, then accuracy, both descending;
+    regression: by MAE, then RMSE, ascending. Missing values go last; ties
+    keep the order of the results document.
+    """
+    learners = results.get("learners", {})
+    if results.get("task", "classification") == "classification":
+
+        def key(spec: str) -> tuple:
+            e = learners[spec]
+            return (*_desc(e.get("kappa_plus")), *_desc(e.get("accuracy")))
+
+    else:
+
+        def key(spec: str) -> tuple:
+            e = learners[spec]
+            mae, rmse = e.get("mae"), e.get("rmse")
+            return (
+                *_desc(-mae if isinstance(mae, (int, float)) else None),
+                *_desc(-rmse if isinstance(rmse, (int, float)) else None),
+            )
+
+    return sorted(learners, key=key)
+
+
+def verdict(spec: str, entry: dict[str, Any]) -> tuple[str, str]:
+    """The No-Change verdict of a learner and its CSS class.
+
+    ``kappa_per <= 0`` is *fails No-Change* (eq. 13: not better than the
+    Persistent classifier); the No-Change baseline itself is the reference
+    (its ``kappa_per`` is 0 by definition).
+    """
+    k_per = entry.get("kappa_per")
+    if baseline_role(spec) == "No-Change":
+        return "reference (kappa_per = 0 by definition)", "note"
+    if k_per is None:
+        return "undefined kappa_per", "note"
+    if k_per <= 0:
+        return "fails No-Change", "fail"
+    return "beats No-Change", "ok"
+
+
+def ranking_section(results: dict[str, Any]) -> str:
+    """The ranking table of the learners (whole-stream metrics of the first predictions)."""
+    learners = results.get("learners", {})
+    classification = results.get("task", "classification") == "classification"
+    columns = CLASSIFICATION_RANK_COLUMNS if classification else REGRESSION_RANK_COLUMNS
+    has_auc = classification and any("auc" in e for e in learners.values())
+    header = ["rank", "learner", "role", *(label for _, label in columns)]
+    if has_auc:
+        header.append("AUC")
+    if classification:
+        header += ["kappa z", "No-Change verdict"]
+    rows = []
+    for rank, spec in enumerate(ranking(results), start=1):
+        entry = learners[spec]
+        role = baseline_role(spec)
+        cells = [f'<th scope="row">{rank}</th>', text_cell(spec), text_cell(role or "")]
+        cells += [cell(results, ["learners", spec, key]) for key, _ in columns]
+        if has_auc:
+            cells.append(cell(results, ["learners", spec, "auc"]))
+        if classification:
+            cells.append(cell(results, ["learners", spec, "kappa_z"]))
+            text, css = verdict(spec, entry)
+            cells.append(text_cell(text, css))
+        cls = ' class="baseline"' if role else ""
+        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    order = (
+        "sorted by kappa_plus, then accuracy"
+        if classification
+        else "sorted by MAE, then RMSE (lower is better)"
+    )
+    parts = [
+        "<h2>Ranking</h2>",
+        f'<p class="note">Whole-stream metrics of the first prediction of every instance, '
+        f"{order}. Baselines (label-only) are shaded. kappa_per compares a learner with "
+        "the No-Change (Persistent) classifier: kappa_per &le; 0 means it does no better "
+        "than repeating the last label.</p>",
+        table(header, rows, "ranking"),
+    ]
+    extra = [n for n in ("window", "fading") if any(n in e for e in learners.values())]
+    if extra:
+        header = ["learner"]
+        paths: list[tuple[str, str]] = []
+        for name in extra:
+            for metric in FORGETTING_COLUMNS if classification else ("mae", "rmse"):
+                if any(metric in e.get(name, {}) for e in learners.values()):
+                    header.append(f"{name} {metric}")
+                    paths.append((name, metric))
+        rows = []
+        for spec in ranking(results):
+            cells = [text_cell(spec)]
+            cells += [cell(results, ["learners", spec, name, metric]) for name, metric in paths]
+            rows.append(f"<tr>{''.join(cells)}</tr>")
+        parts += [
+            "<h3>Forgetting estimators (end of stream)</h3>",
+            '<p class="note">The same metrics over a sliding window and/or with a fading '
+            "factor (prequential-error-fading-factors, Alg. 2 and 3).</p>",
+            table(header, rows, "forgetting"),
+        ]
+    return "\n".join(parts)
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One PNG written next to the report and embedded in it."""
+
+    path: Path
+    title: str
+    caption: str
+
+    def html(self) -> str:
+        data = base64.b64encode(self.path.read_bytes()).decode("ascii")
+        return (
+            f'<figure><img src="data:image/png;base64,{data}" alt="{esc(self.title)}">'
+            f"<figcaption>{esc(self.caption)} ({esc(self.path.name)})</figcaption></figure>"
+        )
+
+
+def make_figures(results: dict[str, Any], out_dir: Path) -> dict[str, list[Figure]]:
+    """Write every plot the results allow into ``out_dir``; ``{section: [figures]}``."""
+    from pipeline.report import plots
+
+    figures: dict[str, list[Figure]] = {"curves": [], "binned": [], "diagnostics": []}
+    for estimator in plots.curve_estimators(results):
+        name = "curves.png" if estimator == "whole" else f"curves-{estimator}.png"
+        path = plots.plot_curves(results, out_dir / name, estimator)
+        figures["curves"].append(
+            Figure(path, f"metrics over time ({estimator})", f"Metrics over time, {estimator}")
+        )
+    learners = results.get("learners", {})
+    if any(e.get("binned") for e in learners.values()):
+        metric = "accuracy" if results.get("task", "classification") == "classification" else "mae"
+        if any(e.get("binned", {}).get(metric) for e in learners.values()):
+            path = plots.plot_binned(results, out_dir / "binned.png", metric)
+            figures["binned"].append(
+                Figure(path, f"binned {metric}", f"Binned {metric} against bin index")
+            )
+    diag = results.get("diagnostics") or {}
+    for key, func, name, title in (
+        ("priors", plots.plot_priors, "diagnostics-priors.png", "class priors"),
+        ("transition", plots.plot_transition, "diagnostics-transition.png", "transition matrix"),
+        ("delta", plots.plot_delta, "diagnostics-delta.png", "Delta(l)"),
+    ):
+        if diag.get(key):
+            path = func(diag, out_dir / name, title=f"{results.get('stream')}: {title}")
+            figures["diagnostics"].append(Figure(path, title, title.capitalize()))
+    return figures
+
+
+# -- sections --------------------------------------------------------------------------------
+
+
+def summary_section(results: dict[str, Any]) -> str:
+    """The experiment: counts and settings, as a two-column table."""
+    rows = []
+    for label, path in (
+        ("stream", ["stream"]),
+        ("task", ["task"]),
+        ("dataset", ["config", "dataset"]),
+        ("instances", ["n_instances"]),
+        ("labelled", ["n_labelled"]),
+        ("label delay", ["config", "delay"]),
+        ("limit", ["config", "limit"]),
+        ("sliding window (labels)", ["config", "window"]),
+        ("fading factor", ["config", "fading"]),
+        ("re-evaluation every K labels", ["config", "reeval_k"]),
+        ("bins B", ["config", "bins"]),
+        ("Psi_W weights", ["config", "weights"]),
+        ("positive class (AUC)", ["config", "positive"]),
+        ("AUC window", ["config", "auc_window"]),
+        ("snapshot every (labels)", ["config", "snapshot_every"]),
+        ("seed", ["config", "seed"]),
+    ):
+        if lookup(results, path) is None and path[0] == "config":
+            continue
+        rows.append(f"<tr>{row_header(label)}{cell(results, path)}</tr>")
+    classes = results.get("classes") or []
+    if classes:
+        rows.append(f'<tr><th scope="row">classes</th>{text_cell(", ".join(classes))}</tr>')
+    detectors = lookup(results, ["config", "detectors"]) or []
+    if detectors:
+        rows.append(f'<tr><th scope="row">detectors</th>{text_cell(", ".join(detectors))}</tr>')
+    return "<h2>Experiment</h2>\n" + table(["setting", "value"], rows, "experiment")
+
+
+def curves_section(results: dict[str, Any], figures: list[Figure]) -> str:
+    """Metrics over time, or how to get them."""
+    parts = ["<h2>Metrics over time</h2>"]
+    curves = results.get("curves")
+    if not figures:
+        parts.append(
+            '<p class="hint">These results have no <code>curves</code>: the experiment kept '
+            "no periodic snapshots. Re-run it with <code>--snapshot-every N</code> (for "
+            "example <code>--snapshot-every 1000</code>: a point every 1000 labels) on "
+            "<code>streameval evaluate</code> or <code>streameval run</code>, write the "
+            "results with <code>--json FILE</code> and run <code>streameval report FILE</code> "
+            "again.</p>"
+        )
+        return "\n".join(parts)
+    assert curves is not None
+    rows = [
+        f'<tr><th scope="row">first point (labels)</th>{cell(results, ["curves", "n_labelled", 0])}'
+        "</tr>",
+        f'<tr><th scope="row">last point (labels)</th>'
+        f"{cell(results, ['curves', 'n_labelled', len(curves['n_labelled']) - 1])}</tr>",
+        f'<tr><th scope="row">stride (snapshots per point)</th>'
+        f"{cell(results, ['curves', 'stride'])}</tr>",
+    ]
+    parts.append(
+        '<p class="note">One point per periodic metrics snapshot '
+        "(<code>--snapshot-every</code>) and one at the end of the stream; each value is the "
+        "metric over all labels so far (whole), or the window / fading estimate.</p>"
+    )
+    parts.append(table(["curves", ""], rows, "curves"))
+    parts += [f.html() for f in figures]
+    return "\n".join(parts)
+
+
+def binned_section(results: dict[str, Any], figures: list[Figure]) -> str:
+    """Binned performance (delayed-labelling paper, sect. 4.1), Psi_W and the overhead."""
+    learners = results.get("learners", {})
+    if not any(e.get("binned") for e in learners.values()):
+        return (
+            "<h2>Delayed labels: continuous re-evaluation</h2>\n"
+            '<p class="hint">Re-evaluation was off. Run with <code>--reeval-k K --bins B</code> '
+            "(for example <code>--reeval-k 10 --bins 20</code>) to see how the predictions "
+            "made while an instance waits for its label perform, bin by bin.</p>"
+        )
+    bins = int(lookup(results, ["config", "bins"]) or 0)
+    picks = sorted({0, bins // 2, int(0.9 * bins), bins + 1})
+    classification = results.get("task", "classification") == "classification"
+    metrics = ("accuracy", "kappa", "kappa_per", "kappa_plus") if classification else ("mae",)
+    parts = [
+        "<h2>Delayed labels: continuous re-evaluation</h2>",
+        '<p class="note">Bin 0 scores the first prediction, bin B+1 the '
+        "test-then-train prediction made when the label arrives; the bins in between score "
+        "the prediction in force during each share of the instance's waiting time. Psi_W is "
+        "the weighted summary over all bins.</p>",
+    ]
+    for metric in metrics:
+        if not any(e.get("binned", {}).get(metric) for e in learners.values()):
+            continue
+        header = ["learner", *(f"b={b}" for b in picks), "Psi_W"]
+        rows = []
+        for spec in ranking(results):
+            if not learners[spec].get("binned", {}).get(metric):
+                continue
+            cells = [text_cell(spec)]
+            cells += [cell(results, ["learners", spec, "binned", metric, b]) for b in picks]
+            cells.append(cell(results, ["learners", spec, "psi_w", metric]))
+            rows.append(f"<tr>{''.join(cells)}</tr>")
+        parts.append(f"<h3>binned {esc(metric)}</h3>")
+        parts.append(table(header, rows, f"binned-{metric}"))
+    parts += [f.html() for f in figures]
+    overhead = results.get("overhead") or {}
+    if overhead:
+        rows = [
+            f'<tr><th scope="row">{esc(k)}</th>{cell(results, ["overhead", k])}</tr>'
+            for k, v in overhead.items()
+            if not isinstance(v, (dict, list))
+        ]
+        parts += ["<h3>Overhead (sect. 6.1)</h3>", table(["indicator", "value"], rows, "overhead")]
+    return "\n".join(parts)
+
+
+def diagnostics_section(results: dict[str, Any], figures: list[Figure]) -> str:
+    """The stream's temporal-dependence diagnostics."""
+    diag = results.get("diagnostics")
+    if not diag:
+        return ""
+    base = ["diagnostics"]
+    rows = []
+    for label, key in (
+        ("labels", "n"),
+        ("majority class", "majority"),
+        ("P(M): Majority Class accuracy", "p_majority"),
+        ("P(T): No-Change accuracy", "p_same"),
+        ("sum p_i^2: P(T) without dependence", "iid_baseline"),
+        ("temporal dependence: P(T) > P(M)", "dependent"),
+    ):
+        rows.append(f"<tr>{row_header(label)}{cell(results, [*base, key])}</tr>")
+    parts = [
+        "<h2>Stream diagnostics: temporal dependence</h2>",
+        table(["statistic", "value"], rows, "diagnostics"),
+    ]
+    quick = diag.get("quick_test") or {}
+    if quick.get("verdict"):
+        parts.append(f"<p><strong>Quick test:</strong> {esc(quick['verdict'])}</p>")
+    priors = diag.get("priors") or {}
+    if priors:
+        rows = [
+            f"<tr>{row_header(label)}{cell(results, [*base, 'priors', label])}</tr>"
+            for label in priors
+        ]
+        parts += ["<h3>Class priors</h3>", table(["class", "P(class)"], rows, "priors")]
+    transition = diag.get("transition") or {}
+    if transition:
+        labels = list(transition)
+        rows = [
+            f"<tr>{row_header(r)}"
+            + "".join(cell(results, [*base, "transition", r, c]) for c in labels)
+            + "</tr>"
+            for r in labels
+        ]
+        parts += [
+            "<h3>Transition matrix P(y_t = column | y_t-1 = row)</h3>",
+            table(["y_t-1 \\ y_t", *labels], rows, "transition"),
+        ]
+    delta = diag.get("delta") or {}
+    if delta:
+        n_lags = max(len(v) for v in delta.values())
+        rows = [
+            f"<tr>{row_header(label)}"
+            + "".join(cell(results, [*base, "delta", label, i]) for i in range(len(values)))
+            + "</tr>"
+            for label, values in delta.items()
+        ]
+        parts += [
+            "<h3>Delta(l) (sect. 6.8)</h3>",
+            '<p class="note">Delta(l) = P(i | l previous labels are i) - P(i | l+1 previous '
+            "labels are i); l = 0 compares the prior with first-order dependence. Negative "
+            "values: positive dependence of order l+1.</p>",
+            table(["class", *(f"l={i}" for i in range(n_lags))], rows, "delta"),
+        ]
+    parts += [f.html() for f in figures]
+    return "\n".join(parts)
+
+
+def comparisons_section(results: dict[str, Any]) -> str:
+    """Q statistic and signed McNemar of every pair of learners."""
+    comparisons = results.get("comparisons") or {}
+    if not comparisons:
+        return ""
+    estimators: list[tuple[str, str]] = []
+    for block in comparisons.values():
+        for stat in ("q", "mcnemar"):
+            for name in block.get(stat, {}):
+                if (stat, name) not in estimators:
+                    estimators.append((stat, name))
+    header = ["pair", *(f"{'Q' if s == 'q' else 'McNemar'} ({n})" for s, n in estimators)]
+    rows = [
+        f"<tr>{text_cell(pair)}"
+        + "".join(cell(results, ["comparisons", pair, s, n]) for s, n in estimators)
+        + "</tr>"
+        for pair in comparisons
+    ]
+    return (
+        "<h2>Pairwise comparisons</h2>\n"
+        '<p class="note">Q = log(S_A / S_B) of the accumulated losses (negative: A makes fewer '
+        "errors); signed McNemar: positive when B is better, |M| &gt; 6.635 is significant at "
+        "1% (prequential-error-fading-factors, sect. 4).</p>\n" + table(header, rows, "comparisons")
+    )
+
+
+def drift_section(results: dict[str, Any]) -> str:
+    """Drift alarms per learner and detector."""
+    rows = []
+    fields = ("n_alarms",)
+    detection = ("detected", "misses", "false_alarms", "mean_delay")
+    has_detection = False
+    for spec, entry in results.get("learners", {}).items():
+        for det, block in (entry.get("drift") or {}).items():
+            cells = [text_cell(spec), text_cell(det)]
+            cells += [cell(results, ["learners", spec, "drift", det, f]) for f in fields]
+            if "detection" in block:
+                has_detection = True
+                cells += [
+                    cell(results, ["learners", spec, "drift", det, "detection", f])
+                    for f in detection
+                ]
+            rows.append(cells)
+    if not rows:
+        return ""
+    header = ["learner", "detector", "alarms"]
+    if has_detection:
+        header += ["detected", "misses", "false alarms", "mean delay"]
+    width = len(header)
+    rendered = ["<tr>" + "".join(c) + "<td></td>" * (width - len(c)) + "</tr>" for c in rows]
+    return "<h2>Drift alarms</h2>\n" + table(header, rendered, "drift")
+
+
+def runtime_section(results: dict[str, Any]) -> str:
+    """Driver, wall time and rate (the only part that differs between two runs)."""
+    runtime = results.get("runtime") or {}
+    if not runtime:
+        return ""
+    rows = []
+    for key, value in runtime.items():
+        if isinstance(value, (dict, list)):
+            continue
+        rows.append(f"<tr>{row_header(key)}{cell(results, ['runtime', key])}</tr>")
+    return "<h2>Runtime</h2>\n" + table(["", ""], rows, "runtime")
+
+
+def render_report(results: dict[str, Any], figures: dict[str, list[Figure]]) -> str:
+    """The whole HTML document."""
+    stream = results.get("stream", "?")
+    body = [
+        f"<h1>streameval report: {esc(stream)}</h1>",
+        '<p class="note">Generated by <code>streameval report</code> from a results document '
+        "of <code>streameval evaluate</code> / <code>streameval run</code>. Hover a number "
+        "for its full precision.</p>",
+        summary_section(results),
+        ranking_section(results),
+        curves_section(results, figures.get("curves", [])),
+        binned_section(results, figures.get("binned", [])),
+        diagnostics_section(results, figures.get("diagnostics", [])),
+        comparisons_section(results),
+        drift_section(results),
+        runtime_section(results),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>streameval report: {esc(stream)}</title>\n<style>{CSS}</style>\n</head>\n"
+        "<body>\n" + "\n".join(part for part in body if part) + "\n</body>\n</html>\n"
+    )
+
+
+def check_results(results: Any) -> dict[str, Any]:
+    """``results`` if it looks like a results document, else a ``ValueError`` saying why."""
+    if not isinstance(results, dict):
+        raise ValueError("not a results document: expected a JSON object")
+    if isinstance(results.get("results"), dict) and results.get("kind") == "results":
+        results = results["results"]  # a results message of the metrics topic
+    missing = [k for k in ("stream", "learners", "config") if k not in results]
+    if missing:
+        raise ValueError(f"not a results document: no {', '.join(missing)}")
+    return results
+
+
+def write_report(results: dict[str, Any], out_dir: Path) -> Path:
+    """Write ``report.html`` and its PNG plots into ``out_dir``; return the HTML's path."""
+    results = check_results(results)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = make_figures(results, out_dir)
+    path = out_dir / REPORT_NAME
+    path.write_text(render_report(results, figures), encoding="utf-8")
+    return path
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def default_out_dir(results_path: Path) -> Path:
+    """``results/x.json`` -> ``results/x-report``.
+
+    >>> default_out_dir(Path("results/electricity.json")).as_posix()
+    'results/electricity-report'
+    """
+    return results_path.with_name(results_path.stem + "-report")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``streameval report RESULTS.json [--out DIR]``."""
+    source = Path(args.results)
+    try:
+        results = json.loads(source.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source} is not JSON: {exc}") from exc
+    out_dir = Path(args.out) if args.out else default_out_dir(source)
+    path = write_report(results, out_dir)
+    print(f"report written to {path}")
+    return 0
+
+
+def add_report_command(sub: Any) -> argparse.ArgumentParser:
+    """Add ``streameval report`` to the subcommands ``sub`` (an argparse subparsers action)."""
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report (and PNG plots) of a results JSON",
+        description="Write DIR/report.html, which embeds its plots and needs no network, and "
+        "the plots as PNG files beside it. Metrics over time need results of a run with "
+        "--snapshot-every N.",
+    )
+    p.add_argument("results", metavar="RESULTS.json", help="a results document (--json FILE)")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: RESULTS-report next to the JSON file)",
+    )
+    p.set_defaults(handler=cmd_report)
+    return p
+
+
+def add_report_option(group: Any) -> None:
+    """``--report DIR`` for ``evaluate`` and ``run`` (an argparse parser or argument group)."""
+    group.add_argument(
+        "--report",
+        default=None,
+        metavar="DIR",
+        help="also write the HTML report and its PNG plots into DIR",
+    )
+
+
+def report_from_args(results: dict[str, Any], args: argparse.Namespace) -> Path | None:
+    """Write the report when ``--report DIR`` was given; return its path."""
+    out = getattr(args, "report", None)
+    if not out:
+        return None
+    path = write_report(results, Path(out))
+    print(f"report written to {path}", file=sys.stderr)
+    return path
