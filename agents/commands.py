@@ -238,6 +238,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.stream_id:
         args.stream_id = f"{args.dataset}-{uuid.uuid4().hex[:8]}"
     config = config_from_args(args)
+    worker_args = None
+    if args.dashboard is not None:
+        worker_args = ["--web", "--web-host", "127.0.0.1", "--web-port", str(args.dashboard)]
+        print(f"dashboard: http://127.0.0.1:{args.dashboard}/dashboard", file=sys.stderr)
     results = run_through_kafka(
         config,
         _settings(args),
@@ -246,6 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pack=args.pack,
         speed=args.speed,
         timeout=args.timeout,
+        worker_args=worker_args,
     )
     print_results(results)
     write_outputs(results, args)
@@ -345,6 +350,13 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         type=float,
         default=None,
         help="replay at SPEED times event time (default: as fast as possible)",
+    )
+    p.add_argument(
+        "--dashboard",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the live dashboard of the run's worker on 127.0.0.1:PORT",
     )
     p.add_argument(
         "--timeout",

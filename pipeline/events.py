@@ -22,8 +22,8 @@ Labels of classification streams are strings (as in the CSV files and on the
 wire); regression targets are floats.
 
 Output events are what an :class:`~pipeline.experiment.Experiment` emits:
-:class:`PredictionEvent`, :class:`DriftEvent` and metric snapshots (plain
-dicts, see :mod:`pipeline.report.results`).
+:class:`PredictionEvent`, :class:`DriftEvent` and metric snapshots
+(:class:`pipeline.experiment.MetricSnapshot`).
 """
 
 from __future__ import annotations
