@@ -19,14 +19,20 @@ answers for a whole batch:
    left out), ``log(count / total)`` of a nominal observer (a value never seen
    with the class contributes nothing, as in river);
 3. the log-likelihoods are normalised with river's log-sum-exp, using
-   ``math.exp``/``math.log`` element by element, so that an answer equals
-   ``predict_proba_one``'s to the last bit (the numpy part uses only ``+ - * /``
-   on the same operands in the same order).
+   ``math.exp``/``math.log`` element by element.
+
+The numpy part uses the same operands and the same ``+ - * /`` in the same
+order as river, but for ``(x - mu) ** 2``, which river computes with libm's
+``pow`` and numpy as ``d * d``: the two differ in the last bit for about one
+value in a thousand. Answers are therefore equal to ``predict_proba_one``'s to
+the last bit for almost all instances and within about ``1e-14`` (relative)
+for the others.
 
 The Gaussian parameters of a leaf (mean, ``-2 * variance``, ``log`` of the
-variance) are read once and kept while the leaf has not learned anything
-(its total weight and attribute observers unchanged), so that re-predicting
-pending instances after each label mostly reuses them.
+variance, per feature and class) are kept between calls. A leaf learns one
+class at a time, which changes that class's weight and that class's
+Gaussians only, so a call reads again only the classes whose weight changed
+since the last one (all of them for a new leaf or new observers).
 
 :class:`~river.tree.HoeffdingAdaptiveTreeClassifier` is done the same way: an
 instance collects the leaves of the alternate trees met on its path (twice
@@ -79,7 +85,7 @@ def is_number_type(kind: type) -> bool:
     return kind is not np.bool_ and issubclass(kind, _NUMBER_TYPES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Shape:
     """Where the numbers and the strings are in instances with given keys and value types."""
 
@@ -116,6 +122,7 @@ _MAX_SHAPES = 1024
 
 
 def _shape(keys: tuple[str, ...], kinds: tuple[type, ...]) -> _Shape:
+    """The shape of instances with these keys and value types (remembered)."""
     shape = _SHAPES.get((keys, kinds))
     if shape is not None:
         return shape
@@ -285,19 +292,18 @@ def log_sum_exp_normalise(votes: np.ndarray) -> np.ndarray:
 
 @dataclass
 class _Answer:
-    """What one leaf predicts for each of its rows: ``values[r, j]`` for class ``keys[j]``."""
+    """What one leaf predicts for its rows: ``values[r, j]`` (row ``r``) or
+    ``row[j]`` (every row) for class ``keys[j]``."""
 
     keys: list[Hashable]
-    values: np.ndarray
-    #: All rows have the same answer (a majority-class leaf).
-    same: bool = False
+    values: np.ndarray | None = None
+    row: list[float] | None = None
 
     @classmethod
-    def majority(cls, stats: dict[Hashable, float], n: int) -> _Answer:
-        """The normalised class weights (river's ``normalize_values_in_dict``) for ``n`` rows."""
+    def majority(cls, stats: dict[Hashable, float]) -> _Answer:
+        """The normalised class weights (river's ``normalize_values_in_dict``)."""
         dist = normalize_values_in_dict(stats, inplace=False)
-        row = np.array([float(v) for v in dist.values()], dtype=float).reshape(1, -1)
-        return cls(list(dist), np.repeat(row, n, axis=0), same=True)
+        return cls(list(dist), row=[float(v) for v in dist.values()])
 
 
 @dataclass
@@ -354,6 +360,11 @@ def _gaussian_params(dist: Any) -> tuple[float, float, float, bool] | None:
     return 0.0, -1.0, 0.0, False
 
 
+def _river(model: Any, x: dict[str, Any]) -> Proba:
+    """River's own answer for ``x``, with ``float`` probabilities."""
+    return {label: float(p) for label, p in model.predict_proba_one(x).items()}
+
+
 class TreeBatch:
     """Batched ``predict_proba_one`` for one river Hoeffding tree classifier.
 
@@ -396,9 +407,9 @@ class TreeBatch:
         xs: Sequence[dict[str, Any]],
         frame: NumericFrame | None = None,
     ) -> list[Proba]:
-        """``[model.predict_proba_one(x) for x in xs]``, in one pass per leaf;
-        ``frame``, if given, must be ``NumericFrame(xs)`` (else it is made
-        when a naive Bayes leaf needs it)."""
+        """``[model.predict_proba_one(x) for x in xs]`` (with ``float``
+        probabilities), in one pass per leaf; ``frame``, if given, must be
+        ``NumericFrame(xs)`` (else it is made when a naive Bayes leaf needs it)."""
         if not xs:
             return []
         if len(xs) > self.chunk:
@@ -407,7 +418,7 @@ class TreeBatch:
                 out.extend(self.predict(model, xs[start : start + self.chunk]))
             return out
         if model._root is None:
-            return [model.predict_proba_one(x) for x in xs]
+            return [_river(model, x) for x in xs]
         frames = LazyFrame(xs, frame)
         if type(model) is river_tree.HoeffdingAdaptiveTreeClassifier:
             return self._predict_adaptive(model, xs, frames)
@@ -482,15 +493,16 @@ class TreeBatch:
             answer = self._plain_leaf(model, leaf, rows, xs, frames)
             if answer is None:
                 for i in rows:
-                    out[i] = model.predict_proba_one(xs[i])
+                    out[i] = _river(model, xs[i])
                 continue
             keys = answer.keys
-            if answer.same:
+            if answer.row is not None:
                 proba = template.copy()
-                proba.update(zip(keys, answer.values[0].tolist(), strict=True))
+                proba.update(zip(keys, answer.row, strict=True))
                 for i in rows:
                     out[i] = proba.copy()
                 continue
+            assert answer.values is not None
             for i, values in zip(rows, answer.values.tolist(), strict=True):
                 proba = template.copy()
                 proba.update(zip(keys, values, strict=True))
@@ -518,7 +530,7 @@ class TreeBatch:
             return None
         if naive:
             return self._naive_bayes(leaf, rows, xs, frames)
-        return _Answer.majority(leaf.stats, len(rows))
+        return _Answer.majority(leaf.stats)
 
     # ------------------------------------------------------------------ adaptive trees
 
@@ -550,31 +562,39 @@ class TreeBatch:
             answer = self._adaptive_leaf(model, leaf, rows, xs, frames)
             if answer is None:
                 continue
+            keys, row, values = answer.keys, answer.row, answer.values
             single = [r for r, i in enumerate(rows) if len(paths[i]) == 1]  # type: ignore[arg-type]
             if len(single) < len(rows):
-                values = answer.values.tolist()
+                listed = values.tolist() if values is not None else None
                 for r, i in enumerate(rows):
                     if len(paths[i]) > 1:  # type: ignore[arg-type]
-                        parts.setdefault(i, {})[key] = (answer.keys, values[r])
-            if not single or any(c not in column for c in answer.keys):
+                        parts.setdefault(i, {})[key] = (keys, row if listed is None else listed[r])
+            if not single or any(c not in column for c in keys):
                 continue
+            if row is not None:
+                proba = template.copy()
+                proba.update((c, 0.0 + v) for c, v in zip(keys, row, strict=True))
+                proba = normalize_values_in_dict(proba)
+                for r in single:
+                    out[rows[r]] = proba.copy()
+                continue
+            assert values is not None
             # proba = {c: 0.0 for c in classes}, plus the leaf's answer, normalised.
-            proba = np.zeros((len(single), len(labels)))
-            cols = [column[c] for c in answer.keys]
-            proba[:, cols] = 0.0 + answer.values[single]
-            total = row_sums(proba)
-            scale = np.ones_like(total)
+            matrix = np.zeros((len(single), len(labels)))
+            matrix[:, [column[c] for c in keys]] = 0.0 + values[single]
+            total = row_sums(matrix)
             ok = (total != 0) & ~np.isnan(total)
+            scale = np.ones_like(total)
             scale[ok] = 1 / total[ok]
-            np.multiply(proba, scale[:, None], out=proba, where=ok[:, None])
-            for r, values in zip(single, proba.tolist(), strict=True):
-                out[rows[r]] = dict(zip(labels, values, strict=True))
+            np.multiply(matrix, scale[:, None], out=matrix, where=ok[:, None])
+            for r, probas in zip(single, matrix.tolist(), strict=True):
+                out[rows[r]] = dict(zip(labels, probas, strict=True))
         for i, found in enumerate(paths):
             if out[i] is not None:
                 continue
             got = parts.get(i, {})
             if found is None or any(id(leaf) not in got for leaf in found):
-                out[i] = model.predict_proba_one(xs[i])
+                out[i] = _river(model, xs[i])
                 continue
             proba = template.copy()
             for leaf in found:
@@ -607,14 +627,19 @@ class TreeBatch:
         else:
             naive = leaf._nb_correct_weight >= leaf._mc_correct_weight
         answer = (
-            self._naive_bayes(leaf, rows, xs, frames)
-            if naive
-            else _Answer.majority(leaf.stats, len(rows))
+            self._naive_bayes(leaf, rows, xs, frames) if naive else _Answer.majority(leaf.stats)
         )
         if answer is None:
             return None
         # dist / (sum(dist) * error * error), unless that factor is 0 or NaN.
         error = leaf._mean_error.get()
+        if answer.row is not None:
+            factor = sum(answer.row) * error * error
+            if factor == 0 or math.isnan(factor):
+                return answer
+            scale = 1 / factor
+            return _Answer(answer.keys, row=[v * scale for v in answer.row])
+        assert answer.values is not None
         factor = row_sums(answer.values) * error * error
         ok = (factor != 0) & ~np.isnan(factor)
         if ok.any():
@@ -622,7 +647,7 @@ class TreeBatch:
             scale[ok] = 1 / factor[ok]
             values = np.array(answer.values)
             np.multiply(values, scale[:, None], out=values, where=ok[:, None])
-            answer = _Answer(answer.keys, values, answer.same)
+            answer = _Answer(answer.keys, values)
         return answer
 
     # ------------------------------------------------------------------ naive Bayes
@@ -753,7 +778,7 @@ class TreeBatch:
         """``do_naive_bayes_prediction(x, leaf.stats, leaf.splitters)`` for each row."""
         stats = leaf.stats
         if not stats or sum(stats.values()) == 0:
-            return _Answer([], np.zeros((len(rows), 0)), same=True)
+            return _Answer([], row=[])
         model = self._leaf_model(leaf)
         if model is None:
             return None

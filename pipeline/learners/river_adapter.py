@@ -137,21 +137,20 @@ class RiverClassifier(ProbaMixin):
 
         Batched (same answers, see :mod:`pipeline.learners.batch` and
         :meth:`~pipeline.learners.naive_bayes.MixedNB.predict_proba_batch`)
-        for a model with a ``predict_proba_batch`` method (``MixedNB``) and for
-        river's ``HoeffdingTreeClassifier`` and ``HoeffdingAdaptiveTreeClassifier``;
-        a loop over ``predict_proba_one`` for any other model.
+        for a model with a ``predict_proba_batch`` method (``MixedNB``, which must
+        give ``float`` probabilities) and for river's ``HoeffdingTreeClassifier``
+        and ``HoeffdingAdaptiveTreeClassifier``; a loop over ``predict_proba_one``
+        for any other model.
         """
         if at is not None:
             check_aligned(xs, at)
         model = self.model
         batch = getattr(model, "predict_proba_batch", None)
         if batch is not None and not isinstance(model, compose.Pipeline):
-            probas = batch(*_clean_batch(xs))
-        elif TreeBatch.supports(model):
-            probas = self._trees.predict(model, [clean(x) for x in xs])
-        else:
-            return [self.predict_proba_one(x) for x in xs]
-        return [{label: float(p) for label, p in proba.items()} for proba in probas]
+            return batch(*_clean_batch(xs))  # type: ignore[no-any-return]
+        if TreeBatch.supports(model):
+            return self._trees.predict(model, [clean(x) for x in xs])
+        return [self.predict_proba_one(x) for x in xs]
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
