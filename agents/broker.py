@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
 
 DEFAULT_STARTUP_TIMEOUT = 15.0
-DEFAULT_PROBE_TIMEOUT = 10.0
+DEFAULT_PROBE_TIMEOUT = 6.0  # an unreachable cluster is reported within 15 s of starting
 MAX_PROBE_TIMEOUT = 15.0
 STOP_GRACE = 5.0
 LOG_TAIL_CHARS = 2000

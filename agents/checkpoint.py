@@ -62,7 +62,10 @@ def dumps(state: Any, key: bytes) -> tuple[bytes, str]:
 
 def loads(blob: bytes, signature: str, key: bytes) -> Any:
     """Unpickle ``blob`` only if ``signature`` is its HMAC under ``key``."""
-    if not hmac.compare_digest(sign(blob, key), signature):
+    # compare bytes: compare_digest refuses str with non-ASCII characters (TypeError), and
+    # a signature read from a topic may be anything
+    given = signature.encode("utf-8", "replace") if isinstance(signature, str) else b""
+    if not hmac.compare_digest(sign(blob, key).encode("ascii"), given):
         raise CheckpointError(
             "checkpoint refused: its HMAC does not match (tampered, or written with "
             f"another {KEY_ENV}); nothing was unpickled"
@@ -107,11 +110,14 @@ class CheckpointReader:
         self.latest: dict[str, _Assembly] = {}
 
     def add(self, message: dict[str, Any]) -> None:
+        """Take one part; ``ValueError`` (or ``KeyError``, ``TypeError``) for a malformed one."""
         stream, cid = str(message["stream"]), int(message["id"])
-        asm = self._open.setdefault(
-            (stream, cid), _Assembly(cid, int(message["parts"]), str(message["hmac"]))
-        )
-        asm.chunks[int(message["part"])] = base64.b64decode(message["data"])
+        part, parts = int(message["part"]), int(message["parts"])
+        asm = self._open.get((stream, cid)) or _Assembly(cid, parts, str(message["hmac"]))
+        if not 0 <= part < asm.parts or parts != asm.parts:
+            raise ValueError(f"checkpoint {stream!r}/{cid}: part {part} of {parts} does not fit")
+        self._open[(stream, cid)] = asm
+        asm.chunks[part] = base64.b64decode(message["data"], validate=True)
         if asm.complete:
             del self._open[(stream, cid)]
             best = self.latest.get(stream)

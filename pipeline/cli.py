@@ -298,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_report_command(sub)
 
+    from pipeline.bench import add_bench_command
+
+    add_bench_command(sub)
+
     try:
         from agents.commands import register
     except ImportError:  # pragma: no cover - the Kafka layer is part of the distribution

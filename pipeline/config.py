@@ -16,6 +16,19 @@ from pipeline.metrics.forgetting import Forgetting
 
 Task = Literal["classification", "regression"]
 
+#: Bounds on the sizes an experiment may ask for. Experiments also arrive as Kafka
+#: messages; these structures are allocated up front, so one oversized message must be
+#: refused (dead-lettered), not crash or swamp the worker that reads it.
+LIMITS = {
+    "window": 1_000_000,
+    "auc_window": 1_000_000,
+    "bins": 1_000,
+    "max_lag": 1_000,
+    "pending_cap": 10_000_000,
+    "learners": 32,
+    "detectors": 16,
+}
+
 
 @dataclass
 class ExperimentConfig:
@@ -108,6 +121,13 @@ class ExperimentConfig:
             raise ValueError(f"pending cap must be >= 1, got {self.pending_cap}")
         if self.auc_window < 1:
             raise ValueError(f"AUC window must be >= 1, got {self.auc_window}")
+        if self.max_lag < 0:
+            raise ValueError(f"max_lag must be >= 0, got {self.max_lag}")
+        for name, limit in LIMITS.items():
+            value = getattr(self, name)
+            size = len(value) if isinstance(value, list) else value
+            if size is not None and size > limit:
+                raise ValueError(f"{name} = {size:,} exceeds the limit of {limit:,}")
 
     @property
     def reeval(self) -> bool:

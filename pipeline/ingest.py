@@ -8,6 +8,9 @@ passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
   from the experiment, else from the first feature event), or with none at
   all, is rejected as ``wrong_width``; a feature left out is a missing value
   (JSON cannot carry NaN), not an error;
+* a label whose target does not fit the task -- anything but a number on a
+  regression stream -- is rejected as ``wrong_target`` (a classification
+  stream takes any label, as a string);
 * features for an instance that was already labelled are rejected
   (``already_labelled``);
 * a second label for an instance is rejected as ``duplicate_label``;
@@ -15,6 +18,14 @@ passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
   ``orphan_ttl`` seconds of event time) for its features, and enters right
   after them; when its time is up, or the stream ends, it is rejected as
   ``orphan_label``.
+
+Event time never goes backwards in what the experiment gets: an admitted event
+older than the newest time already admitted enters at that time instead
+(counted in ``n_retimed``), as an orphan label enters at its features' time.
+The merge of two in-order topics never needs this; an idle release
+(:meth:`~pipeline.merge.EventMerger.release_idle`) or a topic written out of
+order does, and without it a waiting period could end before it started (a
+label older than its features, a re-prediction older than the first one).
 
 Every rejection names its reason and carries the event, for the dead-letter
 topic. Memory is bounded: the ids of labelled instances are remembered for
@@ -52,14 +63,21 @@ class IngestGuard:
     ['features', 'label']
     """
 
+    # class defaults, for guards pickled before these existed
+    numeric_target = False
+    clock = float("-inf")
+    n_retimed = 0
+
     def __init__(
         self,
         *,
         orphan_ttl: float = 3600.0,
         remember: int = 100_000,
         feature_names: list[str] | None = None,
+        task: str = "classification",
     ) -> None:
         self.orphan_ttl = orphan_ttl
+        self.numeric_target = task == "regression"
         self.remember = remember
         self.feature_names = frozenset(feature_names) if feature_names else None
         self._labelled: OrderedDict[str, None] = OrderedDict()
@@ -121,6 +139,7 @@ class IngestGuard:
                     )
                 )
                 return admitted, rejected
+            event = self._in_time(event)
             admitted.append(event)
             orphan = self._orphans.pop(event.id, None)
             if orphan is not None:
@@ -129,8 +148,17 @@ class IngestGuard:
                 self._remember(event.id)
             return admitted, rejected
         assert isinstance(event, LabelEvent)
+        if self.numeric_target and not _is_number(event.y):
+            rejected.append(
+                self._reject(
+                    "wrong_target",
+                    f"label {event.y!r} for id {event.id!r}: a regression target is a number",
+                    event,
+                )
+            )
+            return admitted, rejected
         if is_pending(event.id):
-            admitted.append(event)
+            admitted.append(self._in_time(event))
             self._remember(event.id)
         elif event.id in self._labelled or event.id in self._orphans:
             rejected.append(
@@ -140,6 +168,16 @@ class IngestGuard:
             self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
         return admitted, rejected
 
+    def _in_time(self, event: FeatureEvent | LabelEvent) -> FeatureEvent | LabelEvent:
+        """``event``, moved up to the newest time admitted if it is older."""
+        if event.ts >= self.clock:
+            self.clock = event.ts
+            return event
+        self.n_retimed += 1
+        if isinstance(event, FeatureEvent):
+            return FeatureEvent(event.stream, event.id, self.clock, event.x, event.seq)
+        return LabelEvent(event.stream, event.id, self.clock, event.y, event.seq)
+
     def _remember(self, uid: str) -> None:
         self._labelled[uid] = None
         if len(self._labelled) > self.remember:
@@ -148,3 +186,7 @@ class IngestGuard:
     @property
     def n_orphans(self) -> int:
         return len(self._orphans)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -47,7 +47,9 @@ class StreamRunner:
     ) -> None:
         self.config = config
         self.merger = EventMerger()
-        self.guard = IngestGuard(orphan_ttl=orphan_ttl, feature_names=config.features)
+        self.guard = IngestGuard(
+            orphan_ttl=orphan_ttl, feature_names=config.features, task=config.task
+        )
         self.experiment = Experiment(config, emit_predictions=emit_predictions)
         self.n_pushed = 0
         self.n_redelivered = 0
@@ -69,7 +71,8 @@ class StreamRunner:
                 self.n_redelivered += 1
                 return [], []
             self.positions[where] = at
-        if self.finished or not self.merger.push(topic, event):
+        # a finished runner's topics have both ended: the merger drops (and counts) the event
+        if not self.merger.push(topic, event) or self.finished:
             return [], []
         self.n_pushed += 1
         return self._drain(self.merger.ready())
@@ -103,5 +106,6 @@ class StreamRunner:
             "idle_released": self.merger.n_idle_released,
             "waiting": self.merger.n_waiting,
             "orphans_waiting": self.guard.n_orphans,
+            "retimed": self.guard.n_retimed,
             **{f"rejected_{k}": v for k, v in self.guard.counts.items()},
         }

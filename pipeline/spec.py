@@ -23,6 +23,12 @@ from typing import Any
 _COMPONENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?:\[(?P<params>[^\[\]]*)\])?$")
 
 
+#: Largest integer a spec parameter may take. Specs arrive in Kafka messages too, and some
+#: parameters size a structure up front (windows, lags): a bound keeps one message from
+#: exhausting a worker's memory.
+MAX_INT_PARAM = 10_000_000
+
+
 class SpecError(ValueError):
     """A spec string that does not parse, or names something unknown."""
 
@@ -124,5 +130,9 @@ def take_params(
             value = float(value)
         if not isinstance(value, expected):
             raise SpecError(f"{component.name}: parameter {key}={value!r} has the wrong type")
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT_PARAM:
+            raise SpecError(
+                f"{component.name}: parameter {key}={value} exceeds the limit {MAX_INT_PARAM:,}"
+            )
         out[key] = value
     return out

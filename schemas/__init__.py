@@ -13,6 +13,10 @@ Wire conventions
 * JSON has no NaN or infinity: :func:`decode` rejects the non-standard
   ``NaN``/``Infinity`` tokens Python would otherwise accept; a producer leaves a
   missing feature value out of ``x`` and writes ``null`` for an undefined metric.
+  An integer literal beyond the range of a double counts as infinite, too.
+* Strings must be encodable as UTF-8: a lone surrogate escape (``"\\ud800"``) is
+  refused, since nothing carrying it (an output, a deadletter record) could be
+  written back. Nesting deeper than Python's recursion limit is refused as well.
 * The features and labels topics each carry one end-of-stream marker per stream
   after its last event: ``{"stream", "end": true, "ts", "seq", "n_events"}``.
 * Input messages (features, labels, markers) are strict: no extra properties.
@@ -41,6 +45,8 @@ import functools
 import json
 import math
 import numbers
+import re
+import sys
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -65,6 +71,9 @@ PAYLOAD_LIMIT = 4096
 #: Longest stream / instance id (characters).
 MAX_ID_LENGTH = 256
 _REASON_LIMIT = 200
+#: Largest magnitude of a JSON number we accept: what a double can hold. A longer integer
+#: literal (``1000...0``, 400 digits) is valid JSON but no finite float.
+_MAX_FLOAT = sys.float_info.max
 
 __all__ = [
     "KINDS",
@@ -158,6 +167,8 @@ def _non_finite(value: Any, path: str = "") -> str | None:
     """The path of the first NaN/infinity inside ``value``, else ``None``."""
     if isinstance(value, float):
         return None if math.isfinite(value) else (path or "(message)")
+    if type(value) is int:
+        return None if -_MAX_FLOAT <= value <= _MAX_FLOAT else (path or "(message)")
     if isinstance(value, dict):
         for k, v in value.items():
             found = _non_finite(v, f"{path}.{k}" if path else str(k))
@@ -194,12 +205,12 @@ _END_KEYS = frozenset({"stream", "end", "ts", "seq", "n_events"})
 
 
 def _is_number(v: Any) -> bool:
-    """JSON Schema ``number`` (no bool), finite."""
+    """JSON Schema ``number`` (no bool), finite (an int too large for a double is not)."""
     t = type(v)
     if t is float:
         return v - v == 0.0  # False for NaN and +-inf
     if t is int:
-        return True
+        return -_MAX_FLOAT <= v <= _MAX_FLOAT
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         return False
     return math.isfinite(v)
@@ -274,7 +285,7 @@ def check_features(message: Any) -> str | None:
         return "x: must be an object"
     for k, v in x.items():
         t = type(v)
-        if t is str or t is int or (t is float and v - v == 0.0):
+        if t is str or (t is float and v - v == 0.0):
             pass
         elif not (isinstance(v, str) or _is_number(v)):
             return _short(f"x.{k}: must be a finite number or a string (leave missing values out)")
@@ -374,6 +385,45 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+#: A ``\\uD800``-``\\uDFFF`` escape: the only way a lone surrogate gets into a parsed
+#: string (strict UTF-8 input cannot carry one). A lone one cannot be encoded again.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+_NOT_UTF8 = "invalid unicode: a lone surrogate (\\ud800-\\udfff escape) cannot be UTF-8"
+
+
+def _not_utf8(value: Any) -> bool:
+    """True if ``value`` holds a string (or key) that cannot be encoded as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _parse(raw: bytes | bytearray | memoryview | str | None) -> tuple[Any, str | None, bool]:
+    """``(value, None, may_hold_surrogates)`` or ``(None, reason, False)``."""
+    if raw is None or len(raw) == 0:
+        return None, "empty message", False
+    size = len(raw)
+    if size > MAX_MESSAGE_BYTES:
+        return None, f"too large ({size} bytes > {MAX_MESSAGE_BYTES})", False
+    try:
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
+        value = _DECODER.decode(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, _short(f"invalid JSON: {exc}"), False
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply", False
+    return value, None, _SURROGATE_ESCAPE.search(text) is not None
+
+
+def _validate_item(topic_kind: str, item: Any, surrogates: bool) -> str | None:
+    try:
+        if surrogates and _not_utf8(item):
+            return _NOT_UTF8
+        return validate(topic_kind, item)
+    except RecursionError:
+        return "nested too deeply"
 
 
 def decode(
@@ -382,24 +432,15 @@ def decode(
     """Parse and validate one message value: ``(message, None)`` or ``(None, reason)``.
 
     Reasons are short and stable enough to count by: ``empty message``,
-    ``too large (N bytes)``, ``invalid JSON: ...``, ``not a JSON object``, or
-    the schema violation.
+    ``too large (N bytes)``, ``invalid JSON: ...``, ``not a JSON object``,
+    ``invalid unicode: ...`` (a lone surrogate escape), or the schema violation.
     """
-    if raw is None:
-        return None, "empty message"
-    size = len(raw)
-    if size > MAX_MESSAGE_BYTES:
-        return None, f"too large ({size} bytes > {MAX_MESSAGE_BYTES})"
-    if size == 0:
-        return None, "empty message"
-    try:
-        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
-        message = _DECODER.decode(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, _short(f"invalid JSON: {exc}")
+    message, reason, surrogates = _parse(raw)
+    if reason is not None:
+        return None, reason
     if type(message) is not dict:
         return None, "not a JSON object"
-    reason = validate(topic_kind, message)
+    reason = _validate_item(topic_kind, message, surrogates)
     if reason is not None:
         return None, reason
     return message, None
@@ -421,18 +462,11 @@ def decode_events(
     >>> decode_events("labels", b'[{"stream":"s","id":"1","ts":0,"y":"a","seq":0},{"x":1}]')
     ([{'stream': 's', 'id': '1', 'ts': 0, 'y': 'a', 'seq': 0}], ["[1] missing property 'id'"])
     """
-    if raw is None or len(raw) == 0:
-        return [], ["empty message"]
-    size = len(raw)
-    if size > MAX_MESSAGE_BYTES:
-        return [], [f"too large ({size} bytes > {MAX_MESSAGE_BYTES})"]
-    try:
-        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
-        value = _DECODER.decode(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return [], [_short(f"invalid JSON: {exc}")]
+    value, reason, surrogates = _parse(raw)
+    if reason is not None:
+        return [], [reason]
     if type(value) is dict:
-        reason = validate(topic_kind, value)
+        reason = _validate_item(topic_kind, value, surrogates)
         return ([value], []) if reason is None else ([], [reason])
     if type(value) is not list:
         return [], ["not a JSON object or array of objects"]
@@ -444,7 +478,7 @@ def decode_events(
         if type(item) is not dict:
             reasons.append(f"[{i}] not a JSON object")
             continue
-        reason = validate(topic_kind, item)
+        reason = _validate_item(topic_kind, item, surrogates)
         if reason is None:
             events.append(item)
         else:

@@ -1,0 +1,78 @@
+"""``streameval bench``: the harness's own arithmetic, and a tiny smoke run (``--quick``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline import bench
+
+
+def test_fit_recovers_a_line() -> None:
+    a, b, r2 = bench._fit([1.0, 2.0, 3.0, 4.0], [12.0, 22.0, 32.0, 42.0])
+    assert a == pytest.approx(2.0) and b == pytest.approx(10.0) and r2 == pytest.approx(1.0)
+
+
+def test_interleave_is_round_robin_and_keeps_every_item() -> None:
+    got = list(bench._interleave([iter("abc"), iter("x"), iter("12")]))
+    assert got == ["a", "x", "1", "b", "2", "c"]
+
+
+def test_stream_ids_land_where_both_partitioners_agree() -> None:
+    ids = bench._stream_ids("t", 4, 2)
+    assert len(set(ids)) == 4
+    for i, sid in enumerate(ids):
+        assert bench._partitions_of(sid, 2) == (i % 2, i % 2)
+
+
+def test_targets_parse_and_reject_unknown() -> None:
+    assert bench._targets(None) == list(bench.TARGETS)
+    assert bench._targets(["t5,1"]) == ["1", "5"]
+    with pytest.raises(ValueError, match="unknown targets"):
+        bench._targets(["9"])
+
+
+def test_bench_registers_as_a_subcommand() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    bench.add_bench_command(sub)
+    args = parser.parse_args(["bench", "--quick", "--only", "1", "--out", "x"])
+    assert args.quick and args.only == ["1"] and args.handler is bench.cmd_bench
+
+
+def _run_quick(tmp_path, data_dir, only: str) -> dict:
+    code = bench.main(["--quick", "--only", only, "--out", str(tmp_path), "--data-dir",
+                       str(data_dir)])  # fmt: skip
+    doc = json.loads((tmp_path / "results.json").read_text())
+    table = (tmp_path / "results.md").read_text()
+    assert code == 0, [r for r in doc["rows"] if r["result"] == "ERROR"]
+    assert "| # | target |" in table
+    return doc
+
+
+@pytest.mark.slow
+def test_quick_in_process_targets(tmp_path, data_dir) -> None:
+    doc = _run_quick(tmp_path, data_dir, "1,4,5")
+    rows = {r["id"]: r for r in doc["rows"]}
+    assert {"1a", "1b", "4", "5a", "5b"} <= set(rows)
+    for r in rows.values():
+        assert r["result"] in ("PASS", "FAIL"), r
+        assert r["ratio"] is not None and r["ratio"] > 0
+    # every configuration ran in its own child and reported its peak RSS
+    for m in doc["measured"].values():
+        assert m["runs"] and all(run["peak_rss_bytes"] > 0 for run in m["runs"])
+    assert rows["5b"]["data"]["samples"], "the pending buffer was sampled"
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_quick_kafka_target_3(tmp_path, data_dir) -> None:
+    doc = _run_quick(tmp_path, data_dir, "3")
+    rows = {r["id"]: r for r in doc["rows"]}
+    assert rows["3a-ref"]["result"] == "ref"
+    assert rows["3a"]["result"] in ("PASS", "FAIL")
+    run = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"][0]
+    assert run["n_labelled"] == 2000 and run["worker_peak_rss_bytes"] > 0

@@ -1,0 +1,282 @@
+"""Soak: a real worker on a long synthetic stream with delayed labels, at full replay speed.
+
+Runs only with ``STREAMEVAL_SOAK=1`` (``make faults``), for ``STREAMEVAL_SOAK_SECONDS``
+(600 by default) of replay. A Markov stream with 500-instance label delay, re-evaluation
+every K = 10 labels into B = 20 bins and two learners goes through ``streameval worker``
+(a subprocess) while this test
+
+* samples the worker's resident memory (``VmRSS`` of ``/proc/PID/status``) every few
+  seconds and fits a line to the samples after the warm-up: the slope, in MB per minute,
+  must stay under ``STREAMEVAL_SOAK_MAX_SLOPE`` (default 1.0). The warm-up is the first
+  quarter of the run, or longer: until the worker has taken ``IngestGuard.remember``
+  (100 000) labels, the number of labelled ids the ingest guard keeps to recognise a
+  second delivery -- a bounded set, but one that grows for the first 100k labels (about
+  10 MB). The run goes on past ``STREAMEVAL_SOAK_SECONDS`` until there are
+  ``STREAMEVAL_SOAK_MEASURE_SECONDS`` (180) of samples after the warm-up, or three times
+  ``STREAMEVAL_SOAK_SECONDS`` have passed;
+* follows the worker's periodic metric snapshots: the pending buffer never exceeds the
+  experiment's ``pending_cap``, and the labels per second of the last third of the run
+  are at least ``STREAMEVAL_SOAK_MIN_RATIO`` (default 0.7) of the first third's.
+
+The replay runs as fast as the broker takes it, held at most ``MAX_LEAD`` instances
+ahead of the worker (an embedded broker keeps every message in memory: an unbounded
+lead would measure the broker's memory, not the worker's). At the end the stream is cut
+with an end-of-stream marker and the worker's results document is checked. The figures
+are printed (run pytest with ``-s``) and written to ``STREAMEVAL_SOAK_REPORT`` if set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.broker import EmbeddedBroker
+from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
+from agents.config import KafkaSettings
+from agents.replay import PackedMessages, replay
+from agents.topics import TopicNames, ensure_topics
+from pipeline.config import ExperimentConfig
+from pipeline.evaluate import prepare, schedule
+from pipeline.events import EndOfStream, FeatureEvent, InputEvent
+from pipeline.ingest import IngestGuard
+
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("STREAMEVAL_SOAK") != "1",
+        reason="soak test (10 min): set STREAMEVAL_SOAK=1 to run it (`make faults`)",
+    ),
+]
+
+SECONDS = float(os.environ.get("STREAMEVAL_SOAK_SECONDS", "600"))
+MEASURE = float(os.environ.get("STREAMEVAL_SOAK_MEASURE_SECONDS", "180"))
+MAX_SLOPE = float(os.environ.get("STREAMEVAL_SOAK_MAX_SLOPE", "1.0"))  # MB per minute
+MIN_RATIO = float(os.environ.get("STREAMEVAL_SOAK_MIN_RATIO", "0.7"))
+WARMUP = 0.25  # fraction of the run before the memory slope is measured
+SAMPLE_EVERY = 3.0  # seconds between memory samples
+MAX_LEAD = 5_000  # instances the replay may be ahead of the worker's labels
+REMEMBER = IngestGuard().remember  # labelled ids kept by the guard: bounded growth until then
+DELAY = 500
+PENDING_CAP = 2_000
+
+
+def rss_kib(pid: int) -> int | None:
+    """Resident memory of ``pid`` in KiB, ``None`` once it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return None
+
+
+def slope_per_minute(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MB) points, in MB per minute."""
+    n = len(points)
+    mt = sum(t for t, _ in points) / n
+    mv = sum(v for _, v in points) / n
+    var = sum((t - mt) ** 2 for t, _ in points)
+    cov = sum((t - mt) * (v - mv) for t, v in points)
+    return 60.0 * cov / var if var else 0.0
+
+
+class Observer(threading.Thread):
+    """Reads the metrics topic (progress, pending) and samples the worker's memory."""
+
+    def __init__(self, settings: KafkaSettings, stream: str, pid: int, broker_pid: int | None):
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.stream, self.pid, self.broker_pid = stream, pid, broker_pid
+        topic = TopicNames.for_prefix(settings.topic_prefix).metrics
+        self.consumer = Consumer(
+            {
+                **settings.confluent_config(),
+                "group.id": f"soak-{uuid.uuid4().hex[:6]}",
+                "enable.auto.commit": False,
+            }
+        )
+        meta = self.consumer.list_topics(topic, timeout=10)
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions])
+        self.progress: list[tuple[float, int, int]] = []  # (time, n_labelled, pending)
+        self.memory: list[tuple[float, int, int | None]] = []  # (time, worker KiB, broker KiB)
+        self.n_labelled = 0
+        self.warm_at: float | None = None  # when the worker had taken REMEMBER labels
+        self.stop = threading.Event()
+        self.start_time = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start_time
+
+    def done(self) -> bool:
+        """Enough: SECONDS of replay and MEASURE seconds after the warm-up (or 3 x SECONDS)."""
+        now = self.elapsed()
+        if now >= 3 * SECONDS:
+            return True
+        warm = max(WARMUP * now, self.warm_at if self.warm_at is not None else now)
+        return now >= SECONDS and now - warm >= MEASURE
+
+    def run(self) -> None:
+        next_sample = 0.0
+        try:
+            while not self.stop.is_set():
+                now = time.monotonic() - self.start_time
+                if now >= next_sample:
+                    worker = rss_kib(self.pid)
+                    if worker is not None:
+                        broker = rss_kib(self.broker_pid) if self.broker_pid else None
+                        self.memory.append((now, worker, broker))
+                    next_sample = now + SAMPLE_EVERY
+                msg = self.consumer.poll(0.2)
+                if msg is None or msg.error():
+                    continue
+                snap = json.loads(msg.value())
+                if snap.get("stream") != self.stream or snap.get("kind") != "periodic":
+                    continue
+                if snap.get("learner") != "nochange":
+                    continue
+                self.n_labelled = snap["n_labelled"]
+                now = self.elapsed()
+                if self.warm_at is None and self.n_labelled >= REMEMBER:
+                    self.warm_at = now
+                self.progress.append((now, snap["n_labelled"], int(snap["metrics"]["pending"])))
+        finally:
+            self.consumer.close()
+
+
+def paced(events: Iterator[InputEvent], observer: Observer) -> Iterator[Any]:
+    """The schedule until ``observer.done()``, at most MAX_LEAD instances ahead, then the end."""
+    n_instances = n_events = 0
+    last: InputEvent | None = None
+    for event in events:
+        if isinstance(event, EndOfStream):
+            break
+        if isinstance(event, FeatureEvent):
+            n_instances += 1
+            if n_instances % 500 == 0:
+                if observer.done():
+                    break
+                while n_instances - observer.n_labelled > MAX_LEAD and not observer.done():
+                    time.sleep(0.05)
+        n_events += 1
+        last = event
+        yield event
+    assert last is not None
+    yield EndOfStream(last.stream, last.ts, last.seq + 1, n_events + 1)
+
+
+@pytest.fixture
+def soak_settings(kafka_prefix: str) -> Iterator[tuple[KafkaSettings, int | None]]:
+    """A broker of its own (its memory is reported too), or the configured cluster."""
+    settings = KafkaSettings.from_env()
+    if not settings.embedded:
+        yield replace(settings, topic_prefix=kafka_prefix), None
+        return
+    with EmbeddedBroker() as broker:
+        yield (
+            replace(settings.with_bootstrap(broker.bootstrap), topic_prefix=kafka_prefix),
+            (broker.pid),
+        )
+
+
+def test_soak_memory_pending_and_throughput_stay_flat(soak_settings, tmp_path: Path) -> None:
+    settings, broker_pid = soak_settings
+    ensure_topics(settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix)
+    config = ExperimentConfig(
+        stream=f"soak-{uuid.uuid4().hex[:6]}",
+        learners=["nochange", "nb"],
+        dataset="markov[k=3,p_stay=0.9,n=1000000000,seed=7]",
+        delay=str(DELAY),
+        reeval_k=10,
+        bins=20,
+        window=1000,
+        pending_cap=PENDING_CAP,
+        snapshot_every=2000,
+    )
+    dataset, config = prepare(config)
+    waiter = ResultsWaiter(settings, config.stream)
+    submit_experiment(settings, config)
+    log_path = tmp_path / "worker.log"
+    worker = start_worker(settings, {"STREAMEVAL_CHECKPOINT_KEY": "soak-" + "k" * 27},
+                          log_path=log_path)  # fmt: skip
+    observer = Observer(settings, config.stream, worker.pid, broker_pid)
+    observer.start()
+    try:
+        stats = replay(
+            paced(schedule(config, dataset), observer),
+            settings,
+            message_format=PackedMessages(200),
+        )
+        results = waiter.wait(900, alive=lambda: worker.poll() is None)
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-3000:])
+        raise
+    finally:
+        observer.stop.set()
+        observer.join(10)
+        stop_worker(worker)
+
+    # -- the figures
+    run_end = observer.progress[-1][0] if observer.progress else SECONDS
+    warm = max(WARMUP * run_end, observer.warm_at if observer.warm_at is not None else run_end)
+    memory = [(t, kib / 1024) for t, kib, _ in observer.memory if t <= run_end]
+    after = [(t, mb) for t, mb in memory if t >= warm]
+    slope = slope_per_minute(after) if len(after) > 1 else float("nan")
+    third = run_end / 3
+    firsts = [p for p in observer.progress if p[0] <= third]
+    lasts = [p for p in observer.progress if p[0] >= 2 * third]
+
+    def rate(points: list[tuple[float, int, int]]) -> float:
+        (t0, n0, _), (t1, n1, _) = points[0], points[-1]
+        return (n1 - n0) / (t1 - t0) if t1 > t0 else 0.0
+
+    broker_mb = [kib / 1024 for _, _, kib in observer.memory if kib]
+    report = {
+        "seconds": round(run_end, 1),
+        "instances_replayed": stats.n_features,
+        "events_replayed": stats.n_events,
+        "n_labelled": results["n_labelled"],
+        "labels_per_s_first_third": round(rate(firsts), 1) if len(firsts) > 1 else None,
+        "labels_per_s_last_third": round(rate(lasts), 1) if len(lasts) > 1 else None,
+        "warmup_seconds": round(warm, 1),
+        "rss_mb_start": round(memory[0][1], 1),
+        "rss_mb_after_warmup": round(after[0][1], 1) if after else None,
+        "rss_mb_end": round(memory[-1][1], 1),
+        "rss_mb_max": round(max(mb for _, mb in memory), 1),
+        "rss_slope_mb_per_min_after_warmup": round(slope, 3),
+        "rss_samples": len(memory),
+        "broker_rss_mb_end": round(broker_mb[-1], 1) if broker_mb else None,
+        "pending_max_seen": max(p for _, _, p in observer.progress),
+        "pending_cap": PENDING_CAP,
+        "max_pending": results["overhead"]["max_pending"],
+        "evicted": results["overhead"]["evicted"],
+        "never_labelled": results["counters"]["never_labelled"],
+        "rss_mb_every_30s": [round(mb, 1) for t, mb in memory if int(t) % 30 < SAMPLE_EVERY],
+    }
+    text = json.dumps(report, indent=2)
+    print("\nsoak:", text)
+    (tmp_path / "soak.json").write_text(text)
+    if os.environ.get("STREAMEVAL_SOAK_REPORT"):
+        Path(os.environ["STREAMEVAL_SOAK_REPORT"]).write_text(text)
+
+    # -- the checks
+    assert results["n_labelled"] + results["counters"]["never_labelled"] == stats.n_features
+    assert results["overhead"]["evicted"] == 0, text
+    assert report["pending_max_seen"] <= PENDING_CAP, text
+    assert results["overhead"]["max_pending"] <= PENDING_CAP, text
+    assert len(after) >= 10, text
+    assert slope <= MAX_SLOPE, text
+    assert len(firsts) > 1 and len(lasts) > 1, text
+    assert rate(lasts) >= MIN_RATIO * rate(firsts), text
