@@ -35,6 +35,9 @@ evaluate: install  ## the same experiment in-process, no Kafka
 	$(BIN)/streameval evaluate --dataset electricity --delay natural --learner nochange --learner majority \
 		--learner nb --learner ht --learner ta:ht --window 1000 --reeval-k 10 --bins 20 --json results/electricity-evaluate.json
 
+faults: install  ## the fault tests plus the 10-minute soak at maximum replay speed (STREAMEVAL_SOAK=1)
+	STREAMEVAL_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_faults_broker.py tests/test_soak.py -s
+
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
 
