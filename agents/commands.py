@@ -58,7 +58,15 @@ def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     reason = validate("experiments", message)
     if reason is not None:
         raise ValueError(f"experiment does not fit its schema: {reason}")
-    producer = Producer({**settings.confluent_config(), "enable.idempotence": True})
+    # murmur2, like the replay producer and Faust: a stream's definition must land on the
+    # same partition number as its events, or another worker would own it
+    producer = Producer(
+        {
+            **settings.confluent_config(),
+            "enable.idempotence": True,
+            "partitioner": "murmur2_random",
+        }
+    )
     names = TopicNames.for_prefix(settings.topic_prefix)
     producer.produce(names.experiments, encode(message), config.stream.encode("utf-8"))
     if producer.flush(30):
@@ -184,6 +192,7 @@ def run_through_kafka(
     from pipeline.evaluate import prepare
 
     _, config = prepare(config, data_dir)  # fails early on a missing dataset
+    embedded = settings.embedded
     with broker_for(settings) as bootstrap:
         settings = settings.with_bootstrap(bootstrap)
         ensure_topics(
@@ -224,7 +233,7 @@ def run_through_kafka(
         "events": stats.n_events,
         "events_per_s": round(stats.n_events / elapsed, 1) if elapsed > 0 else None,
         "messages": stats.n_messages,
-        "broker": "embedded" if settings.embedded else "configured",
+        "broker": "embedded" if embedded else "configured",
     }
     return results
 
@@ -280,7 +289,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     restored = worker.restore()
     print(
         f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
-        f"restored {restored} stream(s) from checkpoints",
+        f"checkpoints of {restored} stream(s) found",
         file=sys.stderr,
         flush=True,
     )
@@ -386,8 +395,12 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         default=30.0,
         help="wall seconds before one topic's events pass a silent other topic",
     )
-    p.add_argument("--park-timeout", type=float, default=60.0,
-                   help="wall seconds events of an undefined stream wait before the deadletter")
+    p.add_argument(
+        "--park-timeout",
+        type=float,
+        default=60.0,
+        help="wall seconds events of an undefined stream wait before the deadletter",
+    )
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
     p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
     p.add_argument("--web-port", type=int, default=6066)

@@ -30,18 +30,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from schemas import KINDS
+
 log = logging.getLogger(__name__)
 
-TOPIC_KINDS: tuple[str, ...] = (
-    "features",
-    "labels",
-    "predictions",
-    "metrics",
-    "drift",
-    "deadletter",
-    "experiments",
-    "checkpoints",
-)
+#: Every topic kind: the kinds that have a message schema (one list for both modules).
+TOPIC_KINDS: tuple[str, ...] = KINDS
 #: Kinds whose topics are compacted (latest value per key).
 COMPACTED: frozenset[str] = frozenset({"experiments", "checkpoints"})
 #: Kinds that must share one partition count (the input join).

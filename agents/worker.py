@@ -19,6 +19,7 @@ produced again by its successor (at-least-once on the output topics).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import Counter
 from typing import Any
@@ -80,23 +81,42 @@ class StreamWorker:
     # -- recovery -------------------------------------------------------------------------
 
     def restore(self) -> int:
-        """Load the newest checkpoint of every stream; return how many were restored.
+        """Read the checkpoints topic; return how many streams have a checkpoint.
 
+        A stream is restored from its newest checkpoint when it is first touched
+        (its definition or one of its events arrives), so checkpoints of other
+        experiments on the same topics, written with another key, are never read.
         A checkpoint whose HMAC does not verify stops the worker with
-        :class:`~agents.checkpoint.CheckpointError`: resuming without it would
-        give wrong results, silently.
+        :class:`~agents.checkpoint.CheckpointError`: resuming without it would give
+        wrong results, silently.
         """
-        reader = read_checkpoints(self.settings.confluent_config(), self.names.checkpoints)
-        for stream, asm in reader.latest.items():
-            runner = reader.load(stream, self.key)
-            if not isinstance(runner, StreamRunner):
-                raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
-            self.runners[stream] = runner
-            self.checkpoint_ids[stream] = asm.id
-            if runner.finished:
-                self.published_results.add(stream)
-            log.info("restored stream %s at %s labels", stream, runner.experiment.n_labelled)
-        return len(reader.latest)
+        self._checkpoints = read_checkpoints(
+            self.settings.confluent_config(), self.names.checkpoints
+        )
+        return len(self._checkpoints.latest)
+
+    def _restored(self, stream: str) -> StreamRunner | None:
+        """The runner of ``stream``: in memory, else from its checkpoint, else None."""
+        runner = self.runners.get(stream)
+        reader = getattr(self, "_checkpoints", None)
+        if runner is not None or reader is None or stream not in reader.latest:
+            return runner
+        asm = reader.latest[stream]
+        runner = reader.load(stream, self.key)
+        del reader.latest[stream]
+        if not isinstance(runner, StreamRunner):
+            raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
+        self.runners[stream] = runner
+        self.checkpoint_ids[stream] = asm.id
+        if runner.finished:
+            self.published_results.add(stream)
+        print(
+            f"streameval worker: restored stream {stream} from checkpoint {asm.id} "
+            f"({runner.experiment.n_labelled} labels)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return runner
 
     # -- input ----------------------------------------------------------------------------
 
@@ -128,7 +148,7 @@ class StreamWorker:
         except (TypeError, ValueError) as exc:
             self._deadletter("bad_experiment", str(exc), topic, partition, offset, raw, key)
             return
-        existing = self.runners.get(config.stream)
+        existing = self._restored(config.stream)
         if existing is not None:
             if existing.config.to_dict() != config.to_dict():
                 self._deadletter(
@@ -158,7 +178,7 @@ class StreamWorker:
     def _route(
         self, kind: str, event: InputEvent, topic: str, partition: int, offset: int, index: int
     ) -> None:
-        runner = self.runners.get(event.stream)
+        runner = self._restored(event.stream)
         if runner is None:
             parked = self.parked.setdefault(event.stream, [])
             if sum(len(p) for p in self.parked.values()) >= self.park_limit:

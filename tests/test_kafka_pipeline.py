@@ -162,7 +162,8 @@ def test_worker_killed_mid_run_ends_with_identical_results(
         if second is not None:
             stop_worker(second)
     log = (tmp_path / "w2.log").read_text()
-    assert "restored 1 stream(s)" in log, log[-2000:]
+    assert "checkpoints of 1 stream(s) found" in log, log[-2000:]
+    assert f"restored stream {config.stream} from checkpoint" in log, log[-2000:]
     assert comparable(results) == comparable(reference)
 
 

@@ -344,7 +344,7 @@ def test_worker_startup_output_and_logs_hide_the_password(
     with caplog.at_level(logging.DEBUG):
         assert cmd_worker(args) == 0
     out, err = capfd.readouterr()
-    assert "streameval worker: 127.0.0.1:1, restored 0 stream(s)" in err
+    assert "streameval worker: 127.0.0.1:1, checkpoints of 0 stream(s) found" in err
     for text in (out, err, caplog.text, repr(started)):
         assert SECRET not in text
     assert started["web_host"] == "127.0.0.1" and started["web"] is False
