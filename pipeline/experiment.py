@@ -268,7 +268,10 @@ class Experiment:
             return []
         at = self.context.arrive()
         self.n_instances += 1
-        self.buffer.add(ev.id, at=at, ts=ev.ts, x=ev.x, labels_seen=self.n_labelled)
+        evicted = self.buffer.add(ev.id, at=at, ts=ev.ts, x=ev.x, labels_seen=self.n_labelled)
+        if evicted is not None:  # its label may never come: drop what we kept beside it
+            self._first_scores.pop(evicted.uid, None)
+            self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
         if self.classification:
             self.buffer.record(ev.id, PER, ev.ts, argmax(self._per.predict_proba_one(ev.x)))

@@ -219,3 +219,19 @@ def test_regression_stream_with_delayed_targets_is_binned() -> None:
         res["learners"]["linreg"]["binned"]["mae"][-1]
         < res["learners"]["mean"]["binned"]["mae"][-1]
     )
+
+
+def test_pending_cap_evicts_the_oldest_and_counts_them() -> None:
+    config = ExperimentConfig("s", ["nochange", "nb"], pending_cap=10, positive="a")
+    exp, _ = run(config, crafted(200), delay=50)
+    res = exp.results()
+    # every arrival past 10 pending evicts the oldest; a label comes 50 instances late, so
+    # only the 10 instances still pending at the end (their labels follow the last
+    # features) are ever scored, and the 190 others' labels are counted as evicted
+    assert res["overhead"]["max_pending"] == 10
+    assert res["overhead"]["evicted"] == 190 and res["n_labelled"] == 10
+    # the buffer remembers the ids of the last `cap` evicted instances: their labels count
+    # as labels of evicted instances, older ones as unknown labels
+    assert res["overhead"]["labels_of_evicted"] == 10
+    assert res["counters"]["unknown_labels"] == 180
+    assert len(exp._first_scores) <= 10  # nothing kept for instances that will never score
