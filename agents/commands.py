@@ -403,8 +403,12 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
     )
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
     p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
-    p.add_argument("--web-port", type=int, default=6066)
-    p.add_argument("--loglevel", default="warning")
+    p.add_argument("--web-port", type=int, default=6066, help="web port (with --web)")
+    p.add_argument(
+        "--loglevel",
+        default="warning",
+        help="log level of the worker and Faust: debug, info, warning, error, critical",
+    )
     p.set_defaults(handler=cmd_worker)
 
     p = sub.add_parser("replay", help="write a dataset's feature and label events to Kafka")
