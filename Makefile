@@ -9,7 +9,7 @@ export STREAMEVAL_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 # one string-hash seed for every process, so in-process and Kafka runs agree to the last bit
 export PYTHONHASHSEED ?= 0
 
-.PHONY: help install test lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report
+.PHONY: help install test lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report readme-check
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -23,6 +23,9 @@ $(VENV)/.installed: pyproject.toml
 
 test: install  ## run the whole test suite (unit, real datasets, Kafka on the embedded broker)
 	$(PY) -m pytest -q
+
+readme-check: install  ## every README command as written, the slow ones too (make run, whole-Electricity tour; ~8 min)
+	STREAMEVAL_README_SLOW=1 $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_readme_commands.py
 
 lint: install  ## ruff over the code
 	$(BIN)/ruff check pipeline agents schemas tests
@@ -41,7 +44,7 @@ faults: install  ## the fault tests plus the 10-minute soak at maximum replay sp
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
 
-COMPOSE := docker compose -f docker/docker-compose.yml
+COMPOSE := docker compose -p streameval -f docker/docker-compose.yml
 
 .PHONY: kafka-up kafka-down kafka-experiment report
 

@@ -374,3 +374,33 @@ def redact_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     return {
         k: (SECRET_MASK if v and ("password" in k or "secret" in k) else v) for k, v in conf.items()
     }
+
+
+def file_sections() -> dict[str, dict[str, Any]]:
+    """The config file's environment-only settings (:mod:`pipeline.settings`).
+
+    ``[kafka]`` holds one key per :data:`ENV_FIELDS` entry, named as the
+    :class:`KafkaSettings` field (``bootstrap_servers``, ``sasl_password``, ...);
+    ``[worker] checkpoint_key`` is ``STREAMEVAL_CHECKPOINT_KEY``. A file value is
+    exported to its variable when the variable is unset, so the environment wins
+    and :meth:`KafkaSettings.from_env` reads both. Secrets are masked in
+    ``streameval config show`` as in :meth:`KafkaSettings.redacted`.
+
+    >>> kafka = file_sections()["kafka"]
+    >>> kafka["sasl_password"].env, kafka["sasl_password"].secret, kafka["partitions"].kind
+    ('KAFKA_SASL_PASSWORD', True, <class 'int'>)
+    """
+    from pipeline.settings import EnvSetting
+
+    defaults = {f.name: f.default for f in dataclasses.fields(KafkaSettings)}
+    kafka = {
+        name: EnvSetting(
+            env=var,
+            kind=int if name == "partitions" else str,
+            default=defaults[name],
+            secret=name in _SECRET_FIELDS,
+        )
+        for var, name in ENV_FIELDS.items()
+    }
+    worker = {"checkpoint_key": EnvSetting(env="STREAMEVAL_CHECKPOINT_KEY", secret=True)}
+    return {"kafka": kafka, "worker": worker}

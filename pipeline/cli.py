@@ -288,12 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_evaluate)
 
     p = sub.add_parser("diagnose", help="temporal-dependence diagnostics of a stream's labels")
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--dataset", required=True, help="dataset spec, e.g. electricity")
+    p.add_argument("--limit", type=int, default=None, help="use only the first N labels")
+    p.add_argument(
+        "--data-dir", default=None, help="directory of the dataset files ($STREAMEVAL_DATA_DIR)"
+    )
     p.add_argument("--max-lag", type=int, default=5, help="Delta(l) for l = 0..L (default 5)")
     p.add_argument("--quick-n", type=int, default=100, help="size of the quick test sample")
-    p.add_argument("--json", default=None, metavar="FILE")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the diagnostics JSON here")
     p.set_defaults(handler=cmd_diagnose)
 
     add_report_command(sub)
@@ -308,7 +310,100 @@ def build_parser() -> argparse.ArgumentParser:
         register = None
     if register is not None:
         register(sub, add_experiment_options)
+    add_config_command(sub)
+    _finish(parser)
     return parser
+
+
+def add_config_command(sub: Any) -> argparse.ArgumentParser:
+    """``streameval config show``: every effective setting and where it came from."""
+    p = sub.add_parser(
+        "config",
+        help="show every effective setting and its source (flag, env, file, default)",
+        description="Settings come from, in this order of precedence: command-line flags, "
+        "environment variables, the config file (--config FILE or $STREAMEVAL_CONFIG; TOML, "
+        "see docs/streameval.example.toml), built-in defaults. Secrets are masked.",
+    )
+    actions = p.add_subparsers(dest="config_action", metavar="ACTION")
+    actions.required = True
+    show = actions.add_parser(
+        "show",
+        help="print every setting as TOML with its source; with COMMAND and its flags, "
+        "the values that command would run with",
+        description="Print every setting as TOML, each line commented with its source. "
+        "With COMMAND (and optionally its flags), the values that command would run with.",
+    )
+    _add_config_option(show)
+    show.add_argument(
+        "target", nargs="?", default=None, metavar="COMMAND", help="a subcommand, e.g. evaluate"
+    )
+    show.add_argument(
+        "flags", nargs=argparse.REMAINDER, metavar="...", help="that subcommand's flags"
+    )
+    p.set_defaults(handler=cmd_config)
+    return p
+
+
+def _add_config_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="TOML config file; flags beat environment variables beat the file beat defaults "
+        "($STREAMEVAL_CONFIG)",
+    )
+
+
+def _finish(parser: argparse.ArgumentParser) -> None:
+    """--config on every subcommand, help on every option, the same help format everywhere."""
+    from pipeline.helpformat import HelpFormatter
+    from pipeline.settings import options, subcommands
+
+    commands = subcommands(parser)
+    shared = options(commands["evaluate"])
+    parser.formatter_class = HelpFormatter
+    for name, p in commands.items():
+        p.formatter_class = HelpFormatter
+        if name == "config":
+            for q in subcommands(p).values():
+                q.formatter_class = HelpFormatter
+            continue
+        _add_config_option(p)
+        for dest, action in options(p).items():
+            # one meaning per option name: replay's --delay is evaluate's --delay
+            if not action.help and dest in shared:
+                action.help = shared[dest].help
+
+
+def settings_schema(parser: argparse.ArgumentParser) -> Any:
+    """The config file's sections and keys: the parser's options plus the Kafka settings."""
+    from pipeline.settings import Schema
+
+    try:
+        from agents.config import file_sections
+    except ImportError:  # pragma: no cover - the Kafka layer is part of the distribution
+        env_sections = {}
+    else:
+        env_sections = file_sections()
+    return Schema.build(parser, add_experiment_options, env_sections)
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from pipeline.settings import FLAG, config_flag, show_lines, subcommands
+
+    parser = build_parser()
+    commands = [n for n in subcommands(parser) if n != "config"]
+    if args.target is not None and args.target not in commands:
+        raise ValueError(f"unknown command {args.target!r}; one of {', '.join(commands)}")
+    path = config_flag(args.flags)
+    source = getattr(args, "config_source", None)
+    if path is None and source is not None and source.kind == FLAG:
+        path = args.config
+    lines = show_lines(
+        settings_schema(parser), os.environ, path, command=args.target, argv=args.flags
+    )
+    print("\n".join(lines))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -318,8 +413,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # in-process and Kafka runs agree to the last bit.
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         os.execve(sys.executable, [sys.executable, "-m", "pipeline.cli", *sys.argv[1:]], env)
+    from pipeline.settings import parse_args
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(parser, settings_schema(parser), argv)
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:

@@ -1,0 +1,30 @@
+"""How ``streameval ... --help`` prints an option: its help, its default, its variable.
+
+Every option's help line ends with its default (unless the text already names
+it) and with the environment variable that sets it, if one does
+(:data:`pipeline.settings.OPTION_ENV`). ``--help`` after ``--config FILE``
+shows the defaults that file and the environment make effective.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline.settings import OPTION_ENV
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Raw descriptions and epilogs (the spec lists), defaults and variables on every option."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if not action.option_strings or text == argparse.SUPPRESS:
+            return action.help
+        default = action.default
+        shown = default not in (None, False, argparse.SUPPRESS) and default != []
+        if shown and "%(default)" not in text and str(default) not in text:
+            text += " (default: %(default)s)"
+        env = OPTION_ENV.get(action.dest)
+        if env and f"${env}" not in text:
+            text += f" [env ${env}]"
+        return text

@@ -1,0 +1,132 @@
+"""`streameval --help` and every subcommand's help: complete, with defaults and variables.
+
+Walks every subparser of the real parser: an option without help, a default the help does
+not show, or an environment variable it does not name fails; the README's command table and
+the parser's subcommands must list the same commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.cli import build_parser
+from pipeline.helpformat import HelpFormatter
+from pipeline.settings import OPTION_ENV, subcommands
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def all_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    out = []
+
+    def walk(name: str, parser: argparse.ArgumentParser) -> None:
+        out.append((name, parser))
+        for child, sub in subcommands(parser).items():
+            walk(f"{name} {child}", sub)
+
+    walk("streameval", build_parser())
+    return out
+
+
+PARSERS = all_parsers()
+
+
+def test_every_subcommand_is_walked() -> None:
+    names = {n for n, _ in PARSERS}
+    for command in ("evaluate", "diagnose", "report", "bench", "run", "worker", "replay"):
+        assert f"streameval {command}" in names
+    assert {"streameval submit", "streameval config", "streameval config show"} <= names
+
+
+@pytest.mark.parametrize(("name", "parser"), PARSERS, ids=[n for n, _ in PARSERS])
+def test_every_option_has_help_default_and_variable(
+    name: str, parser: argparse.ArgumentParser
+) -> None:
+    assert parser.formatter_class is HelpFormatter, name
+    formatter = HelpFormatter(parser.prog)
+    problems = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if not choice.help:
+                    problems.append(f"subcommand {choice.dest} has no help")
+            continue
+        label = "/".join(action.option_strings) or action.dest
+        if not action.help:
+            problems.append(f"{label} has no help")
+            continue
+        text = formatter._expand_help(action)
+        default = action.default
+        shown = default not in (None, False, argparse.SUPPRESS, [])
+        if action.option_strings and shown and str(default) not in text:
+            problems.append(f"{label}: default {default!r} not shown in {text!r}")
+        env = OPTION_ENV.get(action.dest)
+        if env and f"${env}" not in text:
+            problems.append(f"{label}: environment variable {env} not named in {text!r}")
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def test_help_runs_for_every_command() -> None:
+    """`--help` renders (no format errors) through the real entry point, env included."""
+    for name, _ in PARSERS:
+        argv = name.split()[1:]
+        done = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", *argv, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        )
+        assert done.returncode == 0, (name, done.stderr)
+        assert done.stdout.startswith("usage: streameval"), name
+    evaluate = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "evaluate", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+    ).stdout
+    flat = " ".join(evaluate.split())
+    assert "--bins B number of bins between first prediction and label (default 50)" in flat
+    assert "--auc-window AUC_WINDOW sliding window of the prequential AUC" in flat
+    assert "(default: 1000)" in flat and "$STREAMEVAL_CONFIG" in flat
+
+
+def test_help_shows_the_config_files_values(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[experiment]\nauc_window = 321\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "evaluate", "--config", str(path), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+    ).stdout
+    assert "(default: 321)" in " ".join(out.split())
+
+
+def readme_commands() -> list[str]:
+    """The first column of the README's command table."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("| command | what it does |")
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        m = re.match(r"^\| `([a-z-]+)` \| \S", line)
+        assert m, f"malformed row of the README's command table: {line!r}"
+        rows.append(m.group(1))
+    return rows
+
+
+def test_readme_table_lists_every_subcommand_and_nothing_else() -> None:
+    parser_commands = list(subcommands(build_parser()))
+    table = readme_commands()
+    assert sorted(table) == sorted(parser_commands)
+    assert len(table) == len(set(table))
