@@ -11,9 +11,15 @@ checkpoints (:mod:`agents.checkpoint`). No metric or learner logic lives here.
 Delivery guarantee: the agent acknowledges input messages only after a
 checkpoint that contains their effect has been written (and every output
 before it flushed), so the committed offsets never run ahead of the saved
-state; what is redelivered after a crash is dropped by the runners' ``seq``
+state; what is redelivered after a crash is dropped by the runners' Kafka
 positions. Outputs produced after the last checkpoint of a crashed worker are
-produced again by its successor (at-least-once on the output topics).
+produced again by its successor (at-least-once on the output topics), with the
+same output ``seq``; those the crashed worker had delivered are flagged
+``"duplicate": true`` and counted (:mod:`agents.outputs`).
+
+A stream is checkpointed as soon as it is defined, before any of its events,
+so a worker killed before the stream's first regular checkpoint leaves its
+successor a checkpoint (and the output positions) to resume from.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
 from agents.config import KafkaSettings
 from agents.dashboard import DashboardHistory
+from agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
 from agents.topics import TopicNames
 from pipeline.config import ExperimentConfig
 from pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
@@ -38,7 +45,14 @@ from schemas import deadletter_record, decode, decode_events, encode
 
 log = logging.getLogger(__name__)
 
-PRODUCER_DEFAULTS = {"linger.ms": 20, "enable.idempotence": True, "acks": "all"}
+# murmur2_random: a stream's outputs land on the partition of its inputs (co-partitioned),
+# a partition a restarted worker can compute (agents.outputs)
+PRODUCER_DEFAULTS = {
+    "linger.ms": 20,
+    "enable.idempotence": True,
+    "acks": "all",
+    "partitioner": "murmur2_random",
+}
 
 
 class StreamWorker:
@@ -77,6 +91,10 @@ class StreamWorker:
         self.last_event = time.monotonic()
         self.delivery_errors: list[str] = []
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
+        self.output_topics = {kind: getattr(self.names, kind) for kind in OUTPUT_KINDS}
+        self.positions = OutputPositions()
+        # per restored stream: output kind -> highest seq already on that topic
+        self.emitted: dict[str, dict[str, int]] = {}
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -93,6 +111,7 @@ class StreamWorker:
         self._checkpoints = read_checkpoints(
             self.settings.confluent_config(), self.names.checkpoints
         )
+        self.positions.start(self.settings.confluent_config(), self.output_topics.values())
         return len(self._checkpoints.latest)
 
     def _restored(self, stream: str) -> StreamRunner | None:
@@ -108,11 +127,16 @@ class StreamWorker:
             raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
         self.runners[stream] = runner
         self.checkpoint_ids[stream] = asm.id
+        runner.n_restores += 1
         if runner.finished:
             self.published_results.add(stream)
+        marks = getattr(runner, "output_marks", {})
+        emitted = scan_emitted(self.settings.confluent_config(), stream, self.output_topics, marks)
+        self.emitted[stream] = emitted
         print(
             f"streameval worker: restored stream {stream} from checkpoint {asm.id} "
-            f"({runner.experiment.n_labelled} labels)",
+            f"({runner.experiment.n_labelled} labels, output seq {runner.n_outputs}; "
+            f"already on the output topics up to seq {max(emitted.values(), default=-1)})",
             file=sys.stderr,
             flush=True,
         )
@@ -172,6 +196,7 @@ class StreamWorker:
         self.dirty.add(config.stream)
         self.counts["experiments"] += 1
         log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
+        self.checkpoint()  # before any output: a successor always finds where outputs start
         for src, event, _, position in self.parked.pop(config.stream, []):
             self._push(runner, src, event, getattr(self.names, src), position)
 
@@ -205,7 +230,7 @@ class StreamWorker:
         position: tuple[int, int, int],
     ) -> None:
         outputs, rejections = runner.push(kind, event, position)
-        self._publish(outputs)
+        self._publish(outputs, runner)
         for r in rejections:
             self._reject(r, topic, position[0], position[1])
         self.dirty.add(event.stream)
@@ -230,24 +255,50 @@ class StreamWorker:
             self.counts["delivery_errors"] += 1
             if len(self.delivery_errors) < 20:
                 self.delivery_errors.append(f"{msg.topic()}: {err}")
+            return
+        offset = msg.offset()
+        if offset is not None and offset >= 0:
+            self.positions.delivered(msg.topic(), msg.partition(), offset)
 
-    def _publish(self, outputs: list[Output]) -> None:
+    def _publish(self, outputs: list[Output], runner: StreamRunner) -> None:
+        """Produce ``outputs`` of ``runner`` (numbered from ``runner.n_outputs - len``)."""
+        seq = runner.n_outputs - len(outputs)
         for out in outputs:
             if isinstance(out, PredictionEvent):
-                self._produce(self.names.predictions, out.stream, out.to_dict())
+                self._produce_output("predictions", out.stream, out.to_dict(), seq, runner)
             elif isinstance(out, MetricSnapshot):
-                self._produce(self.names.metrics, out.stream, out.to_dict())
+                self._produce_output("metrics", out.stream, out.to_dict(), seq, runner)
             elif isinstance(out, DriftEvent):
-                self._produce(self.names.drift, out.stream, out.to_dict())
+                self._produce_output("drift", out.stream, out.to_dict(), seq, runner)
+            seq += 1
         self.history.record(outputs)
         if outputs:
             self.producer.poll(0)
 
+    def _produce_output(
+        self, kind: str, stream: str, value: dict[str, Any], seq: int, runner: StreamRunner
+    ) -> None:
+        """Produce one numbered output; flag it if a crashed worker had delivered it already."""
+        value["seq"] = seq
+        emitted = self.emitted.get(stream)
+        if emitted and seq <= emitted.get(kind, -1):
+            value["duplicate"] = True
+            runner.n_duplicates_marked += 1
+        self._produce(self.output_topics[kind], stream, value)
+
     def _publish_results(self, stream: str, runner: StreamRunner) -> None:
         results = runner.results()
         results["ingest"] = runner.ingest_counts()
-        self._produce(
-            self.names.metrics,
+        seq = runner.take_seq()
+        results["runtime"] = {
+            "driver": "worker",
+            "outputs": runner.n_outputs,
+            "duplicates_marked": runner.n_duplicates_marked
+            + int(seq <= self.emitted.get(stream, {}).get("metrics", -1)),
+            "restores": runner.n_restores,
+        }
+        self._produce_output(
+            "metrics",
             stream,
             {
                 "stream": stream,
@@ -256,11 +307,18 @@ class StreamWorker:
                 "ts": runner.experiment.last_ts,
                 "results": results,
             },
+            seq,
+            runner,
         )
         self.published_results.add(stream)
         self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
 
     def _reject(self, r: Rejection, topic: str, partition: int, offset: int) -> None:
+        """Deadletter a rejection, named by the message that carried the event when known."""
+        if r.source is not None:
+            topic, partition, offset = getattr(self.names, r.source[0]), r.source[1], r.source[2]
+        if r.kind == "experiment_error":
+            log.error("stream %s stopped: %s", r.event.stream, r.reason)
         self._deadletter(
             r.kind, r.reason, topic, partition, offset, r.event.to_dict(), r.event.stream
         )
@@ -305,6 +363,7 @@ class StreamWorker:
             if runner is None:
                 continue
             cid = self.checkpoint_ids.get(stream, 0) + 1
+            runner.output_marks = self.positions.marks(stream, self.output_topics)
             blob, signature = dumps(runner, self.key)
             for part in to_messages(stream, cid, blob, signature):
                 self._produce(self.names.checkpoints, stream, part)
@@ -348,7 +407,7 @@ class StreamWorker:
                     continue
                 for topic in ("features", "labels"):
                     outputs, rejections = runner.release_idle(topic)
-                    self._publish(outputs)
+                    self._publish(outputs, runner)
                     for r in rejections:
                         self._reject(r, getattr(self.names, topic), -1, -1)
                 self.dirty.add(stream)
@@ -368,6 +427,9 @@ class StreamWorker:
                     "n_labelled": r.experiment.n_labelled,
                     "pending": len(r.experiment.buffer),
                     "finished": r.finished,
+                    "failed": r.failed,
+                    "outputs": r.n_outputs,
+                    "duplicates_marked": r.n_duplicates_marked,
                     **r.ingest_counts(),
                 }
                 for s, r in self.runners.items()

@@ -11,6 +11,15 @@ passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
 * a label whose target does not fit the task -- anything but a number on a
   regression stream -- is rejected as ``wrong_target`` (a classification
   stream takes any label, as a string);
+* a numeric feature value or regression target of magnitude above
+  :data:`MAX_MAGNITUDE` (1e50) is rejected as ``out_of_range``: learners
+  square such values, and products of squares (variances, squared errors,
+  split criteria), and river raises ``OverflowError`` where ``**`` leaves the
+  double range -- its ``HoeffdingTreeRegressor`` from features near 1e75 and
+  targets near 1.3e154 on. No measured quantity comes near 1e50; a value that
+  large is a corrupted message, and at the bound every learner is safe
+  (``tests/test_fuzz_ingest.py`` checks both).
+  (The schemas already refuse ``NaN``, infinities and numbers no double holds.);
 * features for an instance that was already labelled are rejected
   (``already_labelled``);
 * a second label for an instance is rejected as ``duplicate_label``;
@@ -27,27 +36,33 @@ The merge of two in-order topics never needs this; an idle release
 order does, and without it a waiting period could end before it started (a
 label older than its features, a re-prediction older than the first one).
 
-Every rejection names its reason and carries the event, for the dead-letter
-topic. Memory is bounded: the ids of labelled instances are remembered for
-the last ``remember`` labels only.
+Every rejection names its reason and carries the event and its source (the
+topic kind, partition and offset of the message that carried it, when the
+caller gave one), for the dead-letter topic. Memory is bounded: the ids of
+labelled instances are remembered for the last ``remember`` labels only.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
+from pipeline.merge import Source
+
+#: Largest magnitude of a numeric feature value or regression target that is admitted.
+MAX_MAGNITUDE = 1e50
 
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """An input event kept out of the experiment, and why."""
+    """An input event kept out of the experiment, why, and where it was read (if known)."""
 
     kind: str
     reason: str
     event: InputEvent
+    source: Source | None = None
 
 
 class IngestGuard:
@@ -82,11 +97,21 @@ class IngestGuard:
         self.feature_names = frozenset(feature_names) if feature_names else None
         self._labelled: OrderedDict[str, None] = OrderedDict()
         self._orphans: OrderedDict[str, tuple[float, LabelEvent]] = OrderedDict()
+        self._orphan_sources: dict[str, Source | None] = {}
         self.counts: dict[str, int] = {}
 
-    def _reject(self, kind: str, reason: str, event: InputEvent) -> Rejection:
+    def _reject(
+        self, kind: str, reason: str, event: InputEvent, source: Source | None = None
+    ) -> Rejection:
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        return Rejection(kind, reason, event)
+        return Rejection(kind, reason, event, source)
+
+    def _sources(self) -> dict[str, Source | None]:
+        """Where each waiting orphan was read (created here for guards pickled before)."""
+        found = self.__dict__.get("_orphan_sources")
+        if found is None:
+            found = self._orphan_sources = {}
+        return found
 
     def _expire(self, now: float, rejected: list[Rejection], *, everything: bool = False) -> None:
         while self._orphans:
@@ -100,16 +125,21 @@ class IngestGuard:
                     f"label for id {uid!r} whose features never arrived "
                     f"(waited until event time {min(expiry, now):g})",
                     label,
+                    self._sources().pop(uid, None),
                 )
             )
 
     def admit(
-        self, event: InputEvent, is_pending: Callable[[str], bool]
+        self,
+        event: InputEvent,
+        is_pending: Callable[[str], bool],
+        source: Source | None = None,
     ) -> tuple[list[InputEvent], list[Rejection]]:
         """The events to pass to the experiment now, and the rejected ones.
 
         ``is_pending(id)`` tells whether the experiment is waiting for that
-        instance's label.
+        instance's label; ``source`` is where ``event`` was read, named by its
+        rejection if it is rejected.
         """
         admitted: list[InputEvent] = []
         rejected: list[Rejection] = []
@@ -118,6 +148,18 @@ class IngestGuard:
             return [event], rejected
         self._expire(event.ts, rejected)
         if isinstance(event, FeatureEvent):
+            big = _too_large(event.x.values())
+            if big is not None:
+                rejected.append(
+                    self._reject(
+                        "out_of_range",
+                        f"feature value {big!r} of id {event.id!r}: magnitude above "
+                        f"{MAX_MAGNITUDE:g}",
+                        event,
+                        source,
+                    )
+                )
+                return admitted, rejected
             names = frozenset(event.x)
             if self.feature_names is None and names:
                 self.feature_names = names
@@ -129,19 +171,24 @@ class IngestGuard:
                         f"feature vector of {len(names)} features, stream has "
                         f"{len(self.feature_names or ())} (unknown: {extra[:5]})",
                         event,
+                        source,
                     )
                 )
                 return admitted, rejected
             if event.id in self._labelled:
                 rejected.append(
                     self._reject(
-                        "already_labelled", f"features for id {event.id!r} after its label", event
+                        "already_labelled",
+                        f"features for id {event.id!r} after its label",
+                        event,
+                        source,
                     )
                 )
                 return admitted, rejected
             event = self._in_time(event)
             admitted.append(event)
             orphan = self._orphans.pop(event.id, None)
+            self._sources().pop(event.id, None)
             if orphan is not None:
                 label = orphan[1]
                 admitted.append(LabelEvent(label.stream, label.id, event.ts, label.y, event.seq))
@@ -154,6 +201,17 @@ class IngestGuard:
                     "wrong_target",
                     f"label {event.y!r} for id {event.id!r}: a regression target is a number",
                     event,
+                    source,
+                )
+            )
+            return admitted, rejected
+        if self.numeric_target and _too_large((event.y,)) is not None:
+            rejected.append(
+                self._reject(
+                    "out_of_range",
+                    f"target {event.y!r} for id {event.id!r}: magnitude above {MAX_MAGNITUDE:g}",
+                    event,
+                    source,
                 )
             )
             return admitted, rejected
@@ -162,10 +220,11 @@ class IngestGuard:
             self._remember(event.id)
         elif event.id in self._labelled or event.id in self._orphans:
             rejected.append(
-                self._reject("duplicate_label", f"second label for id {event.id!r}", event)
+                self._reject("duplicate_label", f"second label for id {event.id!r}", event, source)
             )
         else:
             self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
+            self._sources()[event.id] = source
         return admitted, rejected
 
     def _in_time(self, event: FeatureEvent | LabelEvent) -> FeatureEvent | LabelEvent:
@@ -190,3 +249,14 @@ class IngestGuard:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _too_large(values: Iterable[object]) -> float | None:
+    """The first number in ``values`` beyond :data:`MAX_MAGNITUDE` (or not finite), if any."""
+    for v in values:
+        if isinstance(v, float):
+            if not -MAX_MAGNITUDE <= v <= MAX_MAGNITUDE:  # also catches NaN
+                return v
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_MAGNITUDE:
+            return float(v)
+    return None

@@ -14,6 +14,10 @@ second delivery of an instance's features or label by its id
 (:class:`~pipeline.ingest.IngestGuard`). Events that arrive on a topic after
 its end-of-stream marker are dropped and counted.
 
+Each event may carry its *source* (topic kind, partition, offset of the Kafka message
+that carried it) through the merge: the events released by a push are usually not the
+event just pushed, and whatever is later rejected must name the message that carried it.
+
 If one topic stays silent for a long time (a live stream whose labels come
 rarely), :meth:`EventMerger.release_idle` lets the other side through:
 predictions are never held back forever, at the cost of the exact order for
@@ -30,12 +34,23 @@ from pipeline.events import EndOfStream, InputEvent, LabelEvent
 FEATURES = "features"
 LABELS = "labels"
 
+#: Where an input event was read: (topic kind, partition, offset of its message).
+Source = tuple[str, int, int]
+
 
 @dataclass
 class _Side:
     queue: deque[InputEvent] = field(default_factory=deque)
     ended: bool = False
     end: EndOfStream | None = None
+    sources: deque[Source | None] = field(default_factory=deque)  # parallel to ``queue``
+    end_source: Source | None = None
+
+    def __setstate__(self, state: dict) -> None:  # sides pickled before sources existed
+        self.__dict__.update(state)
+        if "sources" not in state:
+            self.sources = deque([None] * len(self.queue))
+            self.end_source = None
 
 
 class EventMerger:
@@ -63,7 +78,7 @@ class EventMerger:
         self.n_idle_released = 0
         self.end_released = False
 
-    def push(self, topic: str, event: InputEvent) -> bool:
+    def push(self, topic: str, event: InputEvent, source: Source | None = None) -> bool:
         """Queue an event read from ``topic``; False if the topic had already ended."""
         side = self.sides[topic]
         if side.ended:
@@ -72,14 +87,20 @@ class EventMerger:
         if isinstance(event, EndOfStream):
             side.ended = True
             side.end = event
+            side.end_source = source
         else:
             side.queue.append(event)
+            side.sources.append(source)
         return True
 
     def ready(self) -> list[InputEvent]:
         """Every event that can be released now, in schedule order."""
+        return [event for event, _ in self.ready_sourced()]
+
+    def ready_sourced(self) -> list[tuple[InputEvent, Source | None]]:
+        """:meth:`ready`, each event with the source it was pushed with."""
         f, lab = self.sides[FEATURES], self.sides[LABELS]
-        out: list[InputEvent] = []
+        out: list[tuple[InputEvent, Source | None]] = []
         while True:
             if f.queue and lab.queue:
                 side = f if f.queue[0].order_key <= lab.queue[0].order_key else lab
@@ -89,19 +110,23 @@ class EventMerger:
                 side = lab
             else:
                 break
-            out.append(side.queue.popleft())
+            out.append((side.queue.popleft(), side.sources.popleft()))
         if f.ended and lab.ended and not f.queue and not lab.queue and not self.end_released:
             self.end_released = True
-            ends = [e for e in (f.end, lab.end) if e is not None]
-            last = max(ends, key=lambda e: e.order_key)
-            out.append(last)
+            ends = [(s.end, s.end_source) for s in (f, lab) if s.end is not None]
+            out.append(max(ends, key=lambda e: e[0].order_key))
         return out
 
     def release_idle(self, topic: str) -> list[InputEvent]:
         """Release everything queued on ``topic`` although the other topic is silent."""
+        return [event for event, _ in self.release_idle_sourced(topic)]
+
+    def release_idle_sourced(self, topic: str) -> list[tuple[InputEvent, Source | None]]:
+        """:meth:`release_idle`, each event with its source."""
         side = self.sides[topic]
-        out = list(side.queue)
+        out = list(zip(side.queue, side.sources, strict=True))
         side.queue.clear()
+        side.sources.clear()
         self.n_idle_released += len(out)
         return out
 

@@ -10,6 +10,22 @@ picklable: a pickle is the checkpoint of the stream, including the position
 (Kafka offset, index within a packed message) reached on each topic, so a
 restored runner drops the messages it has already seen when they are
 delivered again.
+
+Outputs are numbered: the runner counts every output it has produced
+(``n_outputs``), so the outputs of one call carry the consecutive sequence
+numbers ``n_outputs - len(outputs)`` to ``n_outputs - 1``. The numbers depend
+only on the input events and their order, so a runner restored from a
+checkpoint numbers the outputs it produces again exactly as the crashed one
+did: downstream consumers deduplicate by ``(stream, seq)``.
+
+An exception raised by the experiment on an admitted event (a learner that
+fails on a value, a bug) does not propagate: the event is reported as an
+``experiment_error`` rejection with the exception text, the stream is marked
+``failed`` and takes no further event (they are counted in
+``after_failure``), since an experiment interrupted half-way through an event
+holds inconsistent state and no result computed from it could be trusted.
+A worker therefore never crashes on the same message again and again, and the
+other streams go on.
 """
 
 from __future__ import annotations
@@ -20,7 +36,7 @@ from pipeline.config import ExperimentConfig
 from pipeline.events import EndOfStream, InputEvent
 from pipeline.experiment import Experiment, Output
 from pipeline.ingest import IngestGuard, Rejection
-from pipeline.merge import EventMerger
+from pipeline.merge import EventMerger, Source
 
 
 class StreamRunner:
@@ -36,7 +52,16 @@ class StreamRunner:
     >>> outputs, _ = r.push("features", FeatureEvent("s", "1", 1.0, {"x": 2.0}, 2))
     >>> [(o.kind, o.id) for o in outputs]  # instance 1 waits for the label topic to pass ts 1
     [('final', '0')]
+    >>> r.n_outputs  # outputs numbered 0 ('first') and 1 ('final')
+    2
     """
+
+    # class defaults, for runners pickled before these existed
+    n_outputs = 0
+    failed: str | None = None
+    n_after_failure = 0
+    n_duplicates_marked = 0  # outputs the Kafka worker flagged as already delivered
+    n_restores = 0  # times a worker resumed this runner from a checkpoint
 
     def __init__(
         self,
@@ -55,6 +80,14 @@ class StreamRunner:
         self.n_redelivered = 0
         self.positions: dict[tuple[str, int], tuple[int, int]] = {}
         self.finished = False
+        self.n_outputs = 0
+        self.failed = None
+        self.n_after_failure = 0
+        self.n_duplicates_marked = 0
+        self.n_restores = 0
+        # where the worker found this stream's outputs (kind -> partition, offset) when the
+        # checkpoint was written: a restored worker reads the output topics from there on
+        self.output_marks: dict[str, tuple[int, int]] = {}
 
     def push(
         self, topic: str, event: InputEvent, position: tuple[int, int, int] | None = None
@@ -63,36 +96,66 @@ class StreamRunner:
 
         ``position`` (partition, offset, index in the message) is where the event
         was read: an event at or before the last position taken from that
-        partition of that topic is a redelivery and is dropped.
+        partition of that topic is a redelivery and is dropped. A rejection
+        names the position of the message that carried the rejected event.
         """
+        source: Source | None = None
         if position is not None:
             where, at = (topic, position[0]), (position[1], position[2])
             if at <= self.positions.get(where, (-1, -1)):
                 self.n_redelivered += 1
                 return [], []
             self.positions[where] = at
+            source = (topic, position[0], position[1])
+        if self.failed is not None:
+            self.n_after_failure += 1
+            return [], []
         # a finished runner's topics have both ended: the merger drops (and counts) the event
-        if not self.merger.push(topic, event) or self.finished:
+        if not self.merger.push(topic, event, source) or self.finished:
             return [], []
         self.n_pushed += 1
-        return self._drain(self.merger.ready())
+        return self._drain(self.merger.ready_sourced())
 
     def release_idle(self, topic: str) -> tuple[list[Output], list[Rejection]]:
         """Let ``topic``'s queued events through although the other topic is silent."""
-        return self._drain(self.merger.release_idle(topic))
+        if self.failed is not None:
+            return [], []
+        return self._drain(self.merger.release_idle_sourced(topic))
 
-    def _drain(self, events: list[InputEvent]) -> tuple[list[Output], list[Rejection]]:
+    def _drain(
+        self, events: list[tuple[InputEvent, Source | None]]
+    ) -> tuple[list[Output], list[Rejection]]:
         outputs: list[Output] = []
         rejections: list[Rejection] = []
         pending = self.experiment.buffer.__contains__
-        for event in events:
-            admitted, rejected = self.guard.admit(event, pending)
+        for event, source in events:
+            admitted, rejected = self.guard.admit(event, pending, source)
             rejections.extend(rejected)
             for ok in admitted:
-                outputs.extend(self.experiment.process(ok))
+                try:
+                    outputs.extend(self.experiment.process(ok))
+                except Exception as exc:  # isolate the stream: see the module docstring
+                    self.failed = f"{type(exc).__name__}: {exc}"
+                    rejections.append(
+                        Rejection(
+                            "experiment_error",
+                            f"the experiment failed on this event and stream {event.stream!r} "
+                            f"was stopped: {self.failed}",
+                            ok,
+                            source,
+                        )
+                    )
+                    self.n_outputs += len(outputs)
+                    return outputs, rejections
                 if isinstance(ok, EndOfStream):
                     self.finished = True
+        self.n_outputs += len(outputs)
         return outputs, rejections
+
+    def take_seq(self) -> int:
+        """Number one more output produced outside :meth:`push` (the results message)."""
+        self.n_outputs += 1
+        return self.n_outputs - 1
 
     def results(self) -> dict[str, Any]:
         """The experiment's results document (identical to ``evaluate``'s)."""
@@ -107,5 +170,6 @@ class StreamRunner:
             "waiting": self.merger.n_waiting,
             "orphans_waiting": self.guard.n_orphans,
             "retimed": self.guard.n_retimed,
+            "after_failure": self.n_after_failure,
             **{f"rejected_{k}": v for k, v in self.guard.counts.items()},
         }

@@ -312,7 +312,7 @@ def check_labels(message: Any) -> str | None:
 
 
 _PREDICTION_REQUIRED = ("id", "kind", "learner", "stream", "ts", "y_pred")
-_PREDICTION_KEYS = frozenset({*_PREDICTION_REQUIRED, "bin"})
+_PREDICTION_KEYS = frozenset({*_PREDICTION_REQUIRED, "bin", "seq", "duplicate"})
 _PREDICTION_KINDS = frozenset({"first", "repredict", "final"})
 
 
@@ -341,6 +341,10 @@ def check_predictions(message: Any) -> str | None:
     b = message.get("bin")
     if b is not None and (not _is_integer(b) or b < 0):
         return "bin: must be an integer >= 0 or null"
+    if "seq" in message and not (_is_integer(message["seq"]) and message["seq"] >= 0):
+        return "seq: must be an integer >= 0"
+    if "duplicate" in message and not isinstance(message["duplicate"], bool):
+        return "duplicate: must be a boolean"
     if len(message) > len(_PREDICTION_REQUIRED):
         for key in message.keys() - _PREDICTION_KEYS:
             bad = _non_finite(message[key], str(key))

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -28,7 +30,12 @@ from agents.replay import PackedMessages, replay
 from agents.topics import TopicNames, ensure_topics
 from pipeline.config import ExperimentConfig
 from pipeline.evaluate import evaluate, prepare, schedule
+from pipeline.events import DriftEvent, EndOfStream, PredictionEvent
+from pipeline.experiment import clean
+from pipeline.merge import FEATURES, LABELS, topic_of
 from pipeline.report.curves import curves_from_snapshots
+from pipeline.runner import StreamRunner
+from schemas import encode
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -105,6 +112,34 @@ def count_messages(settings, topic: str) -> int:
     return len(read_topic(settings, topic, idle=0.5))
 
 
+def read_topics(settings, topics: list[str], idle: float = 1.5) -> list[tuple[str, dict]]:
+    """Every message of several topics (plain confluent-kafka) as (topic, JSON value)."""
+    consumer = Consumer(
+        {
+            **settings.confluent_config(),
+            "group.id": f"t-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        parts = []
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10)
+            parts += [TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions]
+        consumer.assign(parts)
+        out = []
+        last = time.monotonic()
+        while time.monotonic() - last < idle:
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            out.append((msg.topic(), json.loads(msg.value())))
+            last = time.monotonic()
+        return out
+    finally:
+        consumer.close()
+
+
 def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> None:
     config = electricity(f"elec-{uuid.uuid4().hex[:6]}", snapshot_every=500)
     ran = run_through_kafka(config, settings, data_dir=data_dir)
@@ -131,40 +166,157 @@ def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> Non
     assert ran["curves"]["n_labelled"] == [500, 1000, 1500, 2000, 2500, 3000]
 
 
+KILL_POINTS = ["during_replay", "during_reeval_burst", "right_after_checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def reference_outputs(data_dir) -> dict[str, dict[int, dict]]:
+    """The uninterrupted run's outputs by topic kind and output ``seq``, as the wire has them.
+
+    The same runner the worker uses, fed the schedule in order: what an uninterrupted worker
+    publishes (the Kafka merge restores this order). ``stream`` is left out.
+    """
+    dataset, config = prepare(electricity("reference"), data_dir)
+    runner = StreamRunner(config)
+    out: dict[str, dict[int, dict]] = {"predictions": {}, "metrics": {}, "drift": {}}
+    for event in schedule(config, dataset):
+        topics = [FEATURES, LABELS] if isinstance(event, EndOfStream) else [topic_of(event)]
+        for topic in topics:
+            outputs, _ = runner.push(topic, event)
+            seq = runner.n_outputs - len(outputs)
+            for o in outputs:
+                kind = (
+                    "predictions"
+                    if isinstance(o, PredictionEvent)
+                    else "drift"
+                    if isinstance(o, DriftEvent)
+                    else "metrics"
+                )
+                out[kind][seq] = {**json.loads(encode(clean(o.to_dict()))), "seq": seq}
+                out[kind][seq].pop("stream")
+                seq += 1
+    assert runner.finished
+    out["results_seq"] = {runner.n_outputs: {}}  # the results message comes last
+    return out
+
+
+class TopicWatcher:
+    """Follows topics from their beginning with a plain consumer, to time a kill from outside."""
+
+    def __init__(self, settings, topics: list[str]) -> None:
+        self.consumer = Consumer(
+            {
+                **settings.confluent_config(),
+                "group.id": f"w-{uuid.uuid4().hex[:6]}",
+                "enable.auto.commit": False,
+            }
+        )
+        parts = []
+        for topic in topics:
+            meta = self.consumer.list_topics(topic, timeout=10)
+            parts += [TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions]
+        self.consumer.assign(parts)
+
+    def until(self, found, timeout: float, alive) -> None:
+        """Poll until ``found(topic, value)`` is true for a message."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert alive(), "the worker died"
+            msg = self.consumer.poll(0.05)
+            if msg is None or msg.error():
+                continue
+            if found(msg.topic(), json.loads(msg.value())):
+                return
+        raise TimeoutError("the kill point never came")
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
 def test_worker_killed_mid_run_ends_with_identical_results(
-    settings, reference, data_dir, tmp_path
+    point, settings, reference, reference_outputs, data_dir, tmp_path
 ) -> None:
-    """SIGKILL half-way through the stream (after some checkpoints), restart, compare."""
+    """SIGKILL at a point watched from outside, restart: the results of an uninterrupted run,
+    and every output of the uninterrupted run on the topics exactly once without the
+    ``duplicate`` flag; the flagged ones are true copies, as many as the results report.
+
+    during_replay: the replay (paced, ~10 s) is still writing when the worker dies, after
+    its first outputs; during_reeval_burst: the moment re-predictions of the second half of
+    the stream appear; right_after_checkpoint: the moment the 4th checkpoint (the first is
+    written when the stream is defined) is complete on its topic.
+    """
     dataset, config = prepare(electricity(f"elec-kill-{uuid.uuid4().hex[:6]}"), data_dir)
     names = TopicNames.for_prefix(settings.topic_prefix)
     events = list(schedule(config, dataset))
-    half = len(events) // 2
     env = {"STREAMEVAL_CHECKPOINT_KEY": "a-test-key-" + "k" * 20}
     args = ["--checkpoint-every", "300"]
     waiter = ResultsWaiter(settings, config.stream)
     submit_experiment(settings, config)
+    # each point watches only the topic that tells it (a watcher reading every prediction
+    # would see a checkpoint late)
+    watched = names.checkpoints if point == "right_after_checkpoint" else names.predictions
+    watcher = TopicWatcher(settings, [watched])
     first = start_worker(settings, env, log_path=tmp_path / "w1.log", extra_args=args)
     second = None
+    speed = 5e5 if point == "during_replay" else None  # 3000 half-hours in ~11 s
+    replayer = threading.Thread(
+        target=replay,
+        args=(events, settings),
+        kwargs={"speed": speed, "message_format": PackedMessages(20)},
+        daemon=True,
+    )
+    replayer.start()
+    half_ts = events[len(events) // 2].ts
+
+    def kill_point(topic: str, value: dict) -> bool:
+        if point == "right_after_checkpoint":  # the last part of checkpoint 4 is written
+            return value["id"] >= 4 and value["part"] == value["parts"] - 1
+        if point == "during_reeval_burst":
+            return value["kind"] == "repredict" and value["ts"] >= half_ts
+        return value["seq"] >= 2000  # during_replay: well into the stream
+
     try:
-        replay(events[:half], settings, message_format=PackedMessages(20))
-        deadline = time.monotonic() + 120
-        while count_messages(settings, names.checkpoints) < 4:  # a few checkpoints in
-            assert first.poll() is None, (tmp_path / "w1.log").read_text()
-            assert time.monotonic() < deadline, "no checkpoints were written"
-            time.sleep(0.5)
-        first.kill()  # SIGKILL: no chance to save or commit anything more
+        watcher.until(kill_point, 120, alive=lambda: first.poll() is None)
+        first.kill()  # SIGKILL: no chance to save, flush or commit anything more
         first.wait(10)
+        if point == "during_replay":
+            assert replayer.is_alive(), "the replay had ended before the kill"
         second = start_worker(settings, env, log_path=tmp_path / "w2.log", extra_args=args)
-        replay(events[half:], settings, message_format=PackedMessages(20))
+        replayer.join(120)
         results = waiter.wait(300, alive=lambda: second.poll() is None)
+        published = read_topics(settings, [names.predictions, names.metrics, names.drift])
     finally:
+        watcher.close()
         stop_worker(first)
         if second is not None:
             stop_worker(second)
     log = (tmp_path / "w2.log").read_text()
-    assert "checkpoints of 1 stream(s) found" in log, log[-2000:]
     assert f"restored stream {config.stream} from checkpoint" in log, log[-2000:]
     assert comparable(results) == comparable(reference)
+
+    flagged = 0
+    for topic, kind in (
+        (names.predictions, "predictions"),
+        (names.metrics, "metrics"),
+        (names.drift, "drift"),
+    ):
+        expected = reference_outputs[kind]
+        mine = [m for t, m in published if t == topic and m.get("stream") == config.stream]
+        if kind == "metrics":
+            [final] = [m["seq"] for m in mine if m["kind"] == "results"]
+            assert final == next(iter(reference_outputs["results_seq"]))
+            mine = [m for m in mine if m["kind"] != "results"]
+        once = Counter(m["seq"] for m in mine if not m.get("duplicate"))
+        assert set(once) == set(expected), f"{kind}: outputs lost or invented"
+        assert set(once.values()) <= {1}, f"{kind}: a re-emitted output was not flagged"
+        for m in mine:
+            payload = {k: v for k, v in m.items() if k not in ("stream", "duplicate")}
+            assert payload == expected[m["seq"]], kind
+        flagged += sum(1 for m in mine if m.get("duplicate"))
+    assert results["runtime"]["duplicates_marked"] == flagged
+    assert results["runtime"]["restores"] == 1
+    print(f"{point}: {flagged} duplicates marked")
 
 
 def test_bad_input_goes_to_deadletter_and_results_stay_identical(
@@ -178,15 +330,27 @@ def test_bad_input_goes_to_deadletter_and_results_stay_identical(
         (names.features, key, b"this is not json"),
         (names.features, key, b'{"stream": "' + key + b'", "id": "1"}'),  # out of schema
         (names.labels, key, b"[1, 2, 3]"),  # a packed message of non-objects
-        (names.features, key, json.dumps(  # a feature the stream does not have
-            {"stream": config.stream, "id": "w", "ts": 0.0, "x": {"bogus": 1.0}, "seq": 0}
-        ).encode()),
-        (names.labels, key, json.dumps(  # a label whose features never come
-            {"stream": config.stream, "id": "ghost", "ts": 0.0, "y": "UP", "seq": 0}
-        ).encode()),
-        (names.features, b"nobody", json.dumps(  # a stream no experiment defines
-            {"stream": "nobody", "id": "1", "ts": 0.0, "x": {"a": 1.0}, "seq": 0}
-        ).encode()),
+        (
+            names.features,
+            key,
+            json.dumps(  # a feature the stream does not have
+                {"stream": config.stream, "id": "w", "ts": 0.0, "x": {"bogus": 1.0}, "seq": 0}
+            ).encode(),
+        ),
+        (
+            names.labels,
+            key,
+            json.dumps(  # a label whose features never come
+                {"stream": config.stream, "id": "ghost", "ts": 0.0, "y": "UP", "seq": 0}
+            ).encode(),
+        ),
+        (
+            names.features,
+            b"nobody",
+            json.dumps(  # a stream no experiment defines
+                {"stream": "nobody", "id": "1", "ts": 0.0, "x": {"a": 1.0}, "seq": 0}
+            ).encode(),
+        ),
     ]
     for topic, k, value in bad:
         producer.produce(topic, value, k)
@@ -215,10 +379,23 @@ def test_bad_input_goes_to_deadletter_and_results_stay_identical(
 
 def test_two_streams_share_one_worker_without_mixing_state(settings, data_dir, tmp_path) -> None:
     configs = [
-        ExperimentConfig(f"elec-{uuid.uuid4().hex[:6]}", ["nochange", "nb"], dataset="electricity",
-                         limit=1500, delay="0", window=200),
-        ExperimentConfig(f"air-{uuid.uuid4().hex[:6]}", ["majority", "ht"], dataset="airlines",
-                         limit=1500, delay="natural", reeval_k=5, bins=4),
+        ExperimentConfig(
+            f"elec-{uuid.uuid4().hex[:6]}",
+            ["nochange", "nb"],
+            dataset="electricity",
+            limit=1500,
+            delay="0",
+            window=200,
+        ),
+        ExperimentConfig(
+            f"air-{uuid.uuid4().hex[:6]}",
+            ["majority", "ht"],
+            dataset="airlines",
+            limit=1500,
+            delay="natural",
+            reeval_k=5,
+            bins=4,
+        ),
     ]
     prepared = [prepare(c, data_dir)[1] for c in configs]
     waiters = [ResultsWaiter(settings, c.stream) for c in prepared]
