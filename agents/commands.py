@@ -228,6 +228,7 @@ def run_through_kafka(
         elapsed = time.perf_counter() - start
     results.pop("ingest", None)
     results["runtime"] = {
+        **results.get("runtime", {}),  # the worker's: outputs, duplicates_marked, restores
         "driver": "run",
         "seconds": round(elapsed, 3),
         "events": stats.n_events,
