@@ -252,9 +252,31 @@ class Experiment:
         return learner.predict_one(x, at=at), None
 
     def _predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
+        """One batched call: the label (or value) predicted for each instance."""
         if self.classification:
+            labels = getattr(learner, "predict_labels_many", None)
+            if labels is not None:
+                return list(labels(xs, at=ats))
             return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
         return list(learner.predict_many(xs, at=ats))
+
+    def _round(self, inst: Any | None) -> tuple[list[Any], list[list[Any]]]:
+        """The re-evaluation round of this label, and the labelled instance's final
+        prediction, in **one** batched call per learner.
+
+        Returns the instances due (:meth:`PendingBuffer.due`) and, per slot, the
+        predictions for them followed, when ``inst`` is given, by the
+        test-then-train prediction of ``inst``. Both are made by the model
+        that has not yet learned this label, so one call serves both; the
+        instances' features come as rows of the buffer's matrix.
+        """
+        due = self.buffer.due(self.n_labelled) if self.config.reeval else []
+        members = [*due, inst] if inst is not None else due
+        if not members:
+            return due, [[] for _ in self.slots]
+        xs = self.buffer.batch(members)
+        ats = [m.at for m in members]
+        return due, [self._predict_many(slot.learner, xs, ats) for slot in self.slots]
 
     def _on_features(self, ev: FeatureEvent) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
@@ -336,13 +358,19 @@ class Experiment:
                     maj_final,
                 ]
 
+        due: list[Any] = []
+        batched: list[list[Any]] = []
+        if reeval:
+            due, batched = self._round(None if unchanged else inst)
         errors: list[float] = []
         for i, slot in enumerate(self.slots):
             history = inst.history[slot.spec]
             first = history[0][1]
             if unchanged:
                 final = first
-            elif reeval or self.emit_predictions:
+            elif reeval:
+                final = batched[i][-1]
+            elif self.emit_predictions:
                 final, _ = self._predict(slot.learner, inst.x, inst.at)
             else:
                 final = None  # the test-then-train prediction is only reported with bins
@@ -380,7 +408,7 @@ class Experiment:
         self._compare(errors)
 
         if reeval:
-            out.extend(self._repredict(ev.ts))
+            out.extend(self._repredict(ev.ts, due, batched))
 
         for slot in self.slots:
             slot.learner.learn_one(inst.x, y, at=inst.at)
@@ -406,31 +434,39 @@ class Experiment:
             out.extend(snapshots)
         return out
 
-    def _repredict(self, ts: float) -> list[Output]:
-        due = self.buffer.due(self.n_labelled)
+    def _repredict(self, ts: float, due: list[Any], batched: list[list[Any]]) -> list[Output]:
+        """Record the round's predictions (made by :meth:`_round`) for the instances due."""
         if not due:
             return []
-        xs = [d.x for d in due]
-        ats = [d.at for d in due]
-        uids = [d.uid for d in due]
+        n = len(due)
         if self.classification:
-            per = argmax(self._per.predict_proba_one(xs[0]))
-            maj = argmax(self._maj.predict_proba_one(xs[0]))
-            for uid in uids:
-                self.buffer.record(uid, PER, ts, per)
-                self.buffer.record(uid, MAJ, ts, maj)
+            rows = self.buffer.rows_of(due)
+
+            def record(due: list[Any], key: str, ts: float, preds: list[Any]) -> int:
+                return self.buffer.record_many(due, key, ts, preds, rows)
+
+            per = argmax(self._per.predict_proba_one(due[0].x))
+            maj = argmax(self._maj.predict_proba_one(due[0].x))
+            record(due, PER, ts, [per] * n)
+            record(due, MAJ, ts, [maj] * n)
+        else:
+            record = self._record_each
         out: list[Output] = []
-        for slot in self.slots:
-            preds = self._predict_many(slot.learner, xs, ats)
-            for uid, y_pred in zip(uids, preds, strict=True):
-                self.buffer.record(uid, slot.spec, ts, y_pred)
-                if self.emit_predictions:
-                    out.append(
-                        PredictionEvent(self.config.stream, slot.spec, uid, ts, "repredict", y_pred)
-                    )
-        self.n_repredictions += len(due) * len(self.slots)
+        for slot, preds in zip(self.slots, batched, strict=True):
+            preds = preds[:n]
+            record(due, slot.spec, ts, preds)
+            if self.emit_predictions:
+                out.extend(
+                    PredictionEvent(self.config.stream, slot.spec, d.uid, ts, "repredict", y_pred)
+                    for d, y_pred in zip(due, preds, strict=True)
+                )
+        self.n_repredictions += n * len(self.slots)
         self.max_held = max(self.max_held, self.buffer.n_predictions_held)
         return out
+
+    def _record_each(self, due: list[Any], key: str, ts: float, preds: list[Any]) -> int:
+        """Regression values are recorded one by one (compaction compares floats)."""
+        return sum(self.buffer.record(d.uid, key, ts, y) for d, y in zip(due, preds, strict=True))
 
     def _compare(self, errors: list[float]) -> None:
         for pair in self._pairs:

@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 Features = Mapping[str, Any]
 Proba = dict[Hashable, float]
 
@@ -71,6 +73,36 @@ def argmax(proba: Mapping[Hashable, float]) -> Hashable | None:
         if p > best_p or (p == best_p and str(label) < str(best)):
             best, best_p = label, p
     return best
+
+
+def argmax_rows(classes: Sequence[Hashable], values: Any) -> list[Hashable | None]:
+    """:func:`argmax` of every row of a probability matrix, vectorised.
+
+    ``values[r, j]`` is the probability of ``classes[j]`` for row ``r``: the
+    rows are the dicts ``dict(zip(classes, values[r]))`` and the answers are
+    exactly theirs (ties to the smallest label by ``str``, then to the first
+    in ``classes``). Rows holding a NaN or an infinity go through
+    :func:`argmax` itself.
+
+    >>> import numpy as np
+    >>> argmax_rows(["UP", "DOWN"], np.array([[0.5, 0.5], [0.7, 0.3], [np.nan, 0.1]]))
+    ['DOWN', 'UP', 'DOWN']
+    >>> argmax_rows([], np.zeros((2, 0)))
+    [None, None]
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.shape[0]
+    if not len(classes):
+        return [None] * n
+    order = sorted(range(len(classes)), key=lambda j: str(classes[j]))  # stable
+    ranked = [classes[j] for j in order]
+    best = np.argmax(values[:, order], axis=1).tolist()
+    out = list(map(ranked.__getitem__, best))
+    finite = np.isfinite(values).all(axis=1)
+    if not finite.all():
+        for r in np.flatnonzero(~finite).tolist():
+            out[r] = argmax(dict(zip(classes, values[r].tolist(), strict=True)))
+    return out
 
 
 class StreamContext:

@@ -26,7 +26,7 @@ import math
 from collections import Counter, deque
 from collections.abc import Hashable, Sequence
 
-from pipeline.learners.base import Features, Proba
+from pipeline.learners.base import Features, Proba, argmax
 from pipeline.learners.mixins import ProbaMixin, check_aligned
 
 
@@ -63,6 +63,14 @@ class NoChange(ProbaMixin):
             check_aligned(xs, at)
         proba = self.predict_proba_one({})
         return [dict(proba) for _ in xs]
+
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Hashable | None]:
+        """The same label for every instance: one :func:`argmax`."""
+        if at is not None:
+            check_aligned(xs, at)
+        return [argmax(self.predict_proba_one({}))] * len(xs)
 
 
 class Majority(ProbaMixin):
@@ -110,6 +118,14 @@ class Majority(ProbaMixin):
             check_aligned(xs, at)
         proba = self.predict_proba_one({})
         return [dict(proba) for _ in xs]
+
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Hashable | None]:
+        """The same label for every instance: one :func:`argmax`."""
+        if at is not None:
+            check_aligned(xs, at)
+        return [argmax(self.predict_proba_one({}))] * len(xs)
 
 
 class TargetMean:

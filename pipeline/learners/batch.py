@@ -67,6 +67,8 @@ from river.tree.splitter import GaussianSplitter
 from river.tree.splitter.nominal_splitter_classif import NominalSplitterClassif
 from river.utils.norm import normalize_values_in_dict
 
+from pipeline.learners.base import argmax, argmax_rows
+
 Proba = dict[Hashable, float]
 
 #: ``0.5 * log(2 pi)``, as river's ``Gaussian.log_pdf`` subtracts it.
@@ -217,6 +219,35 @@ class NumericFrame:
             self.values[rows, cols] = block
             self.present[rows, cols] = True
 
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        index: dict[str, int],
+        values: np.ndarray,
+        present: np.ndarray,
+        text: set[str],
+        strings: list[list[tuple[str, str]]],
+        odd: bool = False,
+    ) -> NumericFrame:
+        """A frame made elsewhere (``values[r, index[f]]`` valid where ``present``),
+        e.g. by :class:`pipeline.reeval.rows.FeatureRows`, which keeps the
+        pending instances' rows between re-evaluation rounds.
+
+        >>> frame = NumericFrame.from_arrays(index={"a": 0}, values=np.ones((1, 1)),
+        ...     present=np.ones((1, 1), dtype=bool), text=set(), strings=[[]])
+        >>> frame.values.tolist(), frame.odd
+        ([[1.0]], False)
+        """
+        frame = cls.__new__(cls)
+        frame.index = index
+        frame.values = values
+        frame.present = present
+        frame.text = text
+        frame.strings = strings
+        frame.odd = odd
+        return frame
+
     def _layout(self, shape: _Shape) -> _Layout:
         self.odd = self.odd or shape.odd
         self.text.update(shape.text_keys)
@@ -290,14 +321,61 @@ def log_sum_exp_normalise(votes: np.ndarray) -> np.ndarray:
     return exp_list(votes - lse[:, None])
 
 
+#: Rows whose two largest log-likelihoods are further apart than this (relative to
+#: ``max(1, |top|)``) have the same most probable class before and after
+#: normalisation: the rounding of ``exp``, ``log`` and ``/`` is many orders smaller.
+CLEAR_GAP = 1e-6
+
+
+def argmax_log_rows(
+    classes: Sequence[Hashable],
+    log_values: np.ndarray,
+    normalise: Callable[[np.ndarray], np.ndarray],
+) -> list[Hashable | None]:
+    """``argmax_rows(classes, normalise(log_values))`` for finite log-likelihoods,
+    normalising only the rows whose top two classes are within :data:`CLEAR_GAP`.
+
+    ``normalise`` maps rows of log-likelihoods to probabilities, row by row,
+    increasing in each value (log-sum-exp, or ``exp(v - max) / sum``). Where
+    the largest value leads the second by more than the gap, the class with
+    the largest probability is the class with the largest log-likelihood (the
+    leader's probability exceeds the runner-up's by a factor ``>= 1 + 1e-6``,
+    far beyond rounding); the other rows, ties included, are normalised and
+    ranked with :func:`~pipeline.learners.base.argmax_rows` (ties to the
+    smallest label).
+
+    >>> lse = log_sum_exp_normalise
+    >>> argmax_log_rows(["b", "a"], np.array([[0.0, -3.0], [-1.0, -1.0]]), lse)
+    ['b', 'a']
+    """
+    n, k = log_values.shape
+    if k == 0:
+        return [None] * n
+    if k == 1:
+        return [classes[0]] * n
+    top2 = np.partition(log_values, k - 2, axis=1)[:, k - 2 :]
+    second, top = top2[:, 0], top2[:, 1]
+    clear = (top - second) > CLEAR_GAP * np.maximum(1.0, np.abs(top))
+    labels = list(classes)
+    out = list(map(labels.__getitem__, np.argmax(log_values, axis=1).tolist()))
+    if not clear.all():
+        unclear = np.flatnonzero(~clear)
+        ranked = argmax_rows(labels, normalise(log_values[unclear]))
+        for r, label in zip(unclear.tolist(), ranked, strict=True):
+            out[r] = label
+    return out
+
+
 @dataclass
 class _Answer:
     """What one leaf predicts for its rows: ``values[r, j]`` (row ``r``) or
-    ``row[j]`` (every row) for class ``keys[j]``."""
+    ``row[j]`` (every row) for class ``keys[j]``; with ``log``, ``values`` are
+    the naive Bayes log-likelihoods, not yet normalised."""
 
     keys: list[Hashable]
     values: np.ndarray | None = None
     row: list[float] | None = None
+    log: bool = False
 
     @classmethod
     def majority(cls, stats: dict[Hashable, float]) -> _Answer:
@@ -471,15 +549,73 @@ class TreeBatch:
 
     # ------------------------------------------------------------------ plain trees
 
-    def _predict_plain(
-        self, model: Any, xs: Sequence[dict[str, Any]], frames: LazyFrame
-    ) -> list[Proba]:
+    def predict_labels(
+        self,
+        model: Any,
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame | None = None,
+    ) -> list[Hashable | None]:
+        """``[argmax(p) for p in self.predict(model, xs, frame)]`` for a plain
+        Hoeffding tree, ranking each leaf's probability matrix at once
+        (:func:`~pipeline.learners.base.argmax_rows`) instead of making a dict
+        per instance."""
+        if not xs:
+            return []
+        if (
+            type(model) is not river_tree.HoeffdingTreeClassifier
+            or model._root is None
+            or len(xs) > self.chunk
+        ):
+            return [argmax(p) for p in self.predict(model, xs, frame)]
+        frames = LazyFrame(xs, frame)
+        groups = self._groups(model, xs)
+        template = {c: 0.0 for c in sorted(model.classes)}
+        out: list[Hashable | None] = [None] * len(xs)
+        for leaf, rows in groups.values():
+            answer = self._plain_leaf(model, leaf, rows, xs, frames, log=True)
+            if answer is None:
+                for i in rows:
+                    out[i] = argmax(_river(model, xs[i]))
+                continue
+            if answer.log:
+                # the leaf's classes have positive probabilities: the template's zeros never win
+                assert answer.values is not None
+                ranked = argmax_log_rows(answer.keys, answer.values, log_sum_exp_normalise)
+                for i, label in zip(rows, ranked, strict=True):
+                    out[i] = label
+                continue
+            keys = answer.keys
+            if answer.row is not None:
+                proba = template.copy()
+                proba.update(zip(keys, answer.row, strict=True))
+                label = argmax(proba)
+                for i in rows:
+                    out[i] = label
+                continue
+            assert answer.values is not None
+            # the dicts predict() makes: the template's classes (0.0), then the leaf's answer
+            columns = list(template)
+            position = {c: j for j, c in enumerate(columns)}
+            for c in keys:
+                if c not in position:
+                    position[c] = len(columns)
+                    columns.append(c)
+            matrix = np.zeros((len(rows), len(columns)))
+            matrix[:, [position[c] for c in keys]] = answer.values
+            for i, label in zip(rows, argmax_rows(columns, matrix), strict=True):
+                out[i] = label
+        self._trim(groups)
+        return out
+
+    def _groups(self, model: Any, xs: Sequence[dict[str, Any]]) -> dict[int, tuple[Any, list[int]]]:
+        """The rows of ``xs`` per leaf of a plain tree (leaves in order of first use)."""
         root = model._root
         common: dict[int, Any] = {}
         groups: dict[int, tuple[Any, list[int]]] = {}
         if isinstance(root, DTBranch):
+            route = self._route
             for i, x in enumerate(xs):
-                leaf = self._route(root, x, common)
+                leaf = route(root, x, common)
                 entry = groups.get(id(leaf))
                 if entry is None:
                     groups[id(leaf)] = (leaf, [i])
@@ -487,6 +623,12 @@ class TreeBatch:
                     entry[1].append(i)
         else:
             groups[id(root)] = (root, list(range(len(xs))))
+        return groups
+
+    def _predict_plain(
+        self, model: Any, xs: Sequence[dict[str, Any]], frames: LazyFrame
+    ) -> list[Proba]:
+        groups = self._groups(model, xs)
         template = {c: 0.0 for c in sorted(model.classes)}
         out: list[Proba | None] = [None] * len(xs)
         for leaf, rows in groups.values():
@@ -517,8 +659,10 @@ class TreeBatch:
         rows: list[int],
         xs: Sequence[dict[str, Any]],
         frames: LazyFrame,
+        log: bool = False,
     ) -> _Answer | None:
-        """``leaf.prediction(x, tree=model)`` for each row (``None``: leave it to river)."""
+        """``leaf.prediction(x, tree=model)`` for each row (``None``: leave it to river);
+        ``log``: naive Bayes answers as log-likelihoods (see :class:`_Answer`)."""
         kind = type(leaf)
         if kind is LeafMajorityClass:
             naive = False
@@ -529,7 +673,7 @@ class TreeBatch:
         else:
             return None
         if naive:
-            return self._naive_bayes(leaf, rows, xs, frames)
+            return self._naive_bayes(leaf, rows, xs, frames, log=log)
         return _Answer.majority(leaf.stats)
 
     # ------------------------------------------------------------------ adaptive trees
@@ -774,8 +918,10 @@ class TreeBatch:
         rows: list[int],
         xs: Sequence[dict[str, Any]],
         frames: LazyFrame,
+        log: bool = False,
     ) -> _Answer | None:
-        """``do_naive_bayes_prediction(x, leaf.stats, leaf.splitters)`` for each row."""
+        """``do_naive_bayes_prediction(x, leaf.stats, leaf.splitters)`` for each row
+        (``log``: the log-likelihoods, before river's normalisation)."""
         stats = leaf.stats
         if not stats or sum(stats.values()) == 0:
             return _Answer([], row=[])
@@ -841,6 +987,8 @@ class TreeBatch:
         votes = np.add.reduce(terms, axis=0).T  # (g, k)
         if not np.isfinite(votes).all():
             return None  # an overflow river skips term by term: let river do it
+        if log:
+            return _Answer(model.classes, votes, log=True)
         return _Answer(model.classes, log_sum_exp_normalise(votes))
 
     def _trim(self, groups: dict[int, tuple[Any, list[int]]]) -> None:

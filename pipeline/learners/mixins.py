@@ -30,6 +30,14 @@ class ProbaMixin:
         check_aligned(xs, at)
         return [self.predict_proba_one(x, at=i) for x, i in zip(xs, at, strict=True)]
 
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Hashable | None]:
+        """The most probable label of each instance (:func:`argmax` of
+        :meth:`predict_proba_many`); learners that can rank a whole batch at
+        once override it."""
+        return [argmax(p) for p in self.predict_proba_many(xs, at=at)]
+
     def predict_one(self, x: Features, *, at: int | None = None) -> Hashable | None:
         """The most probable label, ``None`` before any class is known."""
         return argmax(self.predict_proba_one(x, at=at))

@@ -43,12 +43,20 @@ from typing import Any
 import numpy as np
 from river import base, compose, naive_bayes, preprocessing
 
-from pipeline.learners.batch import NumericFrame, exp_list, row_sums, scratch
+from pipeline.learners.batch import NumericFrame, argmax_log_rows, exp_list, row_sums, scratch
 
 #: River's ``GaussianNB`` adds this to every density before taking its log.
 PDF_EPS = 10e-10
 LOG_PDF_EPS = math.log(PDF_EPS)
 SQRT_TAU = math.sqrt(2.0 * math.pi)
+
+
+def _normalise(jll: np.ndarray) -> np.ndarray:
+    """Rows of joint log-likelihoods to probabilities, as :meth:`MixedNB.predict_proba_one`
+    does: ``exp(ll - max) / sum``."""
+    top = jll.max(axis=1)
+    weights = exp_list(jll - top[:, None])
+    return weights / row_sums(weights)[:, None]
 
 
 class MixedNB(base.Classifier):
@@ -113,15 +121,54 @@ class MixedNB(base.Classifier):
         ...     for b, o in zip(batch, loop))
         True
         """
-        counts = self.gaussian.class_counts
-        if not counts:
+        if not self.gaussian.class_counts:
             return [{} for _ in xs]
         if not xs:
             return []
+        table = self.predict_proba_table(xs, frame)
+        if table is None:
+            return [self.predict_proba_one(x) for x in xs]  # let river produce its nan/inf
+        classes, probas = table
+        return [dict(zip(classes, row, strict=True)) for row in probas.tolist()]
+
+    def predict_proba_table(
+        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None
+    ) -> tuple[list[Hashable], np.ndarray] | None:
+        """The classes and the ``(n, K)`` probability matrix of
+        :meth:`predict_proba_batch` (row ``r`` is its dict for ``xs[r]``);
+        ``None`` when the batch code leaves the answer to
+        :meth:`predict_proba_one` (an odd value, a nan or an infinity)."""
+        table = self._log_likelihood_table(xs, frame)
+        if table is None:
+            return None
+        classes, jll = table
+        return classes, _normalise(jll)
+
+    def predict_labels_batch(
+        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None
+    ) -> list[Hashable | None] | None:
+        """The most probable class of each instance (``argmax`` of
+        :meth:`predict_proba_table`'s rows), normalising only the rows where
+        the two best classes are close (:func:`~pipeline.learners.batch.argmax_log_rows`);
+        ``None`` when :meth:`predict_proba_table` is ``None``."""
+        table = self._log_likelihood_table(xs, frame)
+        if table is None:
+            return None
+        return argmax_log_rows(*table, _normalise)
+
+    def _log_likelihood_table(
+        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None
+    ) -> tuple[list[Hashable], np.ndarray] | None:
+        """The classes and the joint log-likelihoods ``(n, K)``, finite, or ``None``."""
+        counts = self.gaussian.class_counts
+        if not counts:
+            return [], np.zeros((len(xs), 0))
+        if not xs:
+            return list(counts), np.zeros((0, len(counts)))
         if frame is None:
             frame = NumericFrame(xs)
         if frame.odd or set(self.multinomial.class_counts) != set(counts):
-            return [self.predict_proba_one(x) for x in xs]
+            return None
         classes = list(counts)
         total = sum(counts.values())
         prior = np.array([math.log(counts[c] / total) for c in classes])
@@ -129,11 +176,8 @@ class MixedNB(base.Classifier):
         jll = prior + numeric
         jll = self._add_categorical(jll, frame, classes)
         if not np.isfinite(jll).all():
-            return [self.predict_proba_one(x) for x in xs]  # let river produce its nan/inf
-        top = jll.max(axis=1)
-        weights = exp_list(jll - top[:, None])
-        probas = (weights / row_sums(weights)[:, None]).tolist()
-        return [dict(zip(classes, row, strict=True)) for row in probas]
+            return None
+        return classes, jll
 
     def _numeric_log_likelihoods(self, frame: NumericFrame, classes: list[Hashable]) -> np.ndarray:
         """``sum`` over the numeric features of each instance of river's

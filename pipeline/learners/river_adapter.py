@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 from river import base as river_base
 from river import compose, preprocessing
+from river import tree as river_tree
 
-from pipeline.learners.base import Features, Proba
+from pipeline.learners.base import Features, Proba, argmax
 from pipeline.learners.batch import NumericFrame, TreeBatch
 from pipeline.learners.mixins import ProbaMixin, check_aligned
 
@@ -81,13 +82,27 @@ def clean(x: Features) -> dict[str, Any]:
 def _clean_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame]:
     """``[clean(x) for x in xs]`` and its :class:`~pipeline.learners.batch.NumericFrame`;
     the instances are only looked at again when some value is not a finite
-    number or a ``str``."""
+    number or a ``str``. A :class:`~pipeline.reeval.rows.PendingRows` batch
+    brings its frame along (kept by the pending buffer): nothing is converted."""
+    ready = getattr(xs, "frame", None)  # a PendingRows batch of the re-evaluation buffer
+    if isinstance(ready, NumericFrame):
+        dirty = getattr(xs, "needs_clean", True)
+        return ([clean(x) for x in xs] if dirty else list(xs)), ready
     batch: list[dict[str, Any]] = list(xs)  # type: ignore[arg-type]
     frame = NumericFrame(batch)
     if frame.odd or not np.isfinite(frame.values).all():
         batch = [clean(x) for x in batch]
         frame = NumericFrame(batch)
     return batch, frame
+
+
+def _clean_tree_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame | None]:
+    """``[clean(x) for x in xs]``, and the frame a :class:`~pipeline.reeval.rows.PendingRows`
+    batch brings (``None``: the tree code makes one if a leaf needs it)."""
+    ready = getattr(xs, "frame", None)
+    if isinstance(ready, NumericFrame):
+        return ([clean(x) for x in xs] if getattr(xs, "needs_clean", True) else list(xs)), ready
+    return [clean(x) for x in xs], None
 
 
 def with_one_hot(model: river_base.Estimator, *, scale: bool = False) -> compose.Pipeline:
@@ -149,8 +164,29 @@ class RiverClassifier(ProbaMixin):
         if batch is not None and not isinstance(model, compose.Pipeline):
             return batch(*_clean_batch(xs))  # type: ignore[no-any-return]
         if TreeBatch.supports(model):
-            return self._trees.predict(model, [clean(x) for x in xs])
+            return self._trees.predict(model, *_clean_tree_batch(xs))
         return [self.predict_proba_one(x) for x in xs]
+
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Hashable | None]:
+        """``[argmax(p) for p in self.predict_proba_many(xs)]``, without making
+        the dicts where the batch code ranks a matrix (a model with
+        ``predict_labels_batch`` such as ``MixedNB``, plain Hoeffding trees:
+        see :func:`~pipeline.learners.batch.argmax_log_rows`)."""
+        if at is not None:
+            check_aligned(xs, at)
+        model = self.model
+        ranked = getattr(model, "predict_labels_batch", None)
+        if ranked is not None and not isinstance(model, compose.Pipeline):
+            batch, frame = _clean_batch(xs)
+            got = ranked(batch, frame)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
+            return [argmax(self.predict_proba_one(x)) for x in xs]
+        if type(model) is river_tree.HoeffdingTreeClassifier:
+            return self._trees.predict_labels(model, *_clean_tree_batch(xs))
+        return [argmax(p) for p in self.predict_proba_many(xs)]
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

@@ -28,6 +28,15 @@ Memory
     ``n_unknown_labels``); a label for an instance evicted longer ago counts as
     unknown.
 
+Feature rows
+    Every pending instance's features are also a row of a
+    :class:`~pipeline.reeval.rows.FeatureRows` matrix (``PendingInstance.row``),
+    written once when the features arrive and overwritten by
+    :meth:`PendingBuffer.update_features`; the row of a labelled or evicted
+    instance is reused by a later one. :meth:`PendingBuffer.batch` hands a
+    re-evaluation round the dicts together with their ready numeric view, so
+    no learner converts dicts to a matrix at every round.
+
 Compaction
     With ``compact=True`` (the default) a prediction equal to the previous one
     of the same key is not stored: the paper notes that repeated identical
@@ -47,15 +56,35 @@ Indicators (sect. 6.1)
       numerator of ``N_R`` (divide by the number of labels); the length of
       each :meth:`PendingBuffer.due` answer is the ``C(i)`` summed by ``N_C``.
 
-The buffer holds only plain containers and is picklable (checkpoints).
+Bulk recording
+    :meth:`PendingBuffer.record_many` records one key's predictions for a whole
+    round: the last stored label of every row and key is kept as an integer
+    code (``str`` and ``None`` labels), the round's labels are compared with
+    them in one array operation and only the changes are appended to the
+    histories -- exactly what :meth:`PendingBuffer.record` called per instance
+    stores (same entries, same compaction, same errors), which it falls back
+    to for any other label type.
+
+The buffer holds only plain containers and numpy arrays and is picklable
+(checkpoints).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from pipeline.reeval.rows import FeatureRows, PendingRows
+
+#: Label types :meth:`PendingBuffer.record_many` compares as integer codes: for them
+#: ``_same`` is ``==``, and a ``dict`` keyed by label tells them apart exactly.
+_SIMPLE = frozenset({str, type(None)})
+_NO_ENTRY = -1  # the key has no prediction for the row yet
+_COMPLEX = -2  # the key's last label is not of a _SIMPLE type
 
 
 @dataclass(slots=True)
@@ -66,7 +95,8 @@ class PendingInstance:
     ``x`` its latest features, ``labels_seen`` the number of labels seen when
     it arrived. ``history`` maps a key (a learner's name) to the predictions
     made for it, ``(t, label)`` sorted by ``t``, the first prediction first.
-    ``n_repredictions`` counts the re-prediction rounds it took part in.
+    ``n_repredictions`` counts the re-prediction rounds it took part in;
+    ``row`` is its row in the buffer's feature matrix (``-1`` outside a buffer).
 
     >>> m = PendingInstance("a", at=0, ts=0.0, x={"f": 1.0}, labels_seen=0)
     >>> m.history, m.n_repredictions
@@ -80,6 +110,7 @@ class PendingInstance:
     labels_seen: int
     history: dict[str, list[tuple[float, Any]]] = field(default_factory=dict)
     n_repredictions: int = 0
+    row: int = -1
 
     @property
     def n_entries(self) -> int:
@@ -141,6 +172,25 @@ class PendingBuffer:
         self.n_repredictions_total = 0
         self.n_predictions_held = 0
         self.n_entries_held = 0
+        self.rows = FeatureRows()
+        # per key: (code of the last stored label, time of the last stored entry) per row
+        self._last: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._codes: dict[Hashable, int] = {}
+        self._labels: list[Hashable] = []
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "rows" not in state:  # pickled before the feature rows existed: build them
+            self.rows = FeatureRows(max(1, len(self._pending)))
+            self._last, self._codes, self._labels = {}, {}, []
+            for inst in self._pending.values():
+                if self.k is None:
+                    inst.row = -1
+                    continue
+                inst.row = self.rows.acquire(inst.x)
+                self._reset_row(inst.row)
+                for key, history in inst.history.items():
+                    self._remember(key, inst.row, history[-1][0], history[-1][1])
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -175,6 +225,9 @@ class PendingBuffer:
             )
         self._evicted.pop(uid, None)
         inst = PendingInstance(uid, at, ts, x, labels_seen)
+        if self.k is not None:  # rows and codes serve re-evaluation rounds only
+            inst.row = self.rows.acquire(x)
+            self._reset_row(inst.row)
         self._pending[uid] = inst
         if self.k is not None:
             self._buckets.setdefault(labels_seen % self.k, {})[uid] = inst
@@ -183,6 +236,8 @@ class PendingBuffer:
             return None
         _, oldest = self._pending.popitem(last=False)
         self._forget(oldest)
+        if oldest.row >= 0:
+            self.rows.release(oldest.row)
         self._evicted[oldest.uid] = None
         if len(self._evicted) > self.cap:
             self._evicted.popitem(last=False)
@@ -203,6 +258,8 @@ class PendingBuffer:
         if inst is None:
             return False
         inst.x = x
+        if inst.row >= 0:
+            self.rows.write(inst.row, x)
         return True
 
     def record(self, uid: Hashable, key: str, ts: float, y_pred: Any) -> bool:
@@ -220,6 +277,8 @@ class PendingBuffer:
         if history is None:
             inst.history[key] = [(ts, y_pred)]
             self.n_entries_held += 1
+            if inst.row >= 0:
+                self._remember(key, inst.row, ts, y_pred)
             return True
         last_ts, last_y = history[-1]
         if ts < last_ts:
@@ -228,7 +287,119 @@ class PendingBuffer:
             return False
         history.append((ts, y_pred))
         self.n_entries_held += 1
+        if inst.row >= 0:
+            self._remember(key, inst.row, ts, y_pred)
         return True
+
+    # -- rounds in bulk ---------------------------------------------------------------------
+
+    def batch(self, insts: Sequence[PendingInstance]) -> PendingRows:
+        """The features of ``insts`` (in order) as a list that carries their numeric view.
+
+        An instance just popped may be among them: its row is reused only by
+        the next :meth:`add`.
+        """
+        rows = [inst.row for inst in insts]
+        xs = [inst.x for inst in insts]
+        if min(rows, default=0) < 0:  # a buffer without re-evaluation keeps no rows
+            return PendingRows(xs, None, True)
+        return self.rows.batch(xs, rows)
+
+    def record_many(
+        self,
+        insts: Sequence[PendingInstance],
+        key: str,
+        ts: float,
+        labels: Sequence[Any],
+        rows: np.ndarray | None = None,
+    ) -> int:
+        """``record(inst.uid, key, ts, label)`` for every instance and label, in one go.
+
+        The instances must be pending and have a first prediction of ``key``;
+        ``rows``, if given, is :meth:`rows_of` of them (one array for all the
+        keys of a round). Returns the number of entries stored (the changes of
+        label).
+        """
+        n = len(insts)
+        if len(labels) != n:
+            raise ValueError(f"{n} instances but {len(labels)} labels")
+        if not n:
+            return 0
+        arrays = self._last.get(key)
+        simple = {label.__class__ for label in labels} <= _SIMPLE
+        if arrays is None or insts[0].row < 0 or not simple:
+            return self._record_each(insts, key, ts, labels)
+        codes_of = self._codes
+        try:
+            codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
+        except KeyError:
+            for label in labels:
+                self._code(label)
+            codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
+        if rows is None:
+            rows = self.rows_of(insts)
+        last_code, last_ts = arrays
+        before = last_code[rows]
+        if (before < 0).any() or (ts < last_ts[rows]).any():
+            return self._record_each(insts, key, ts, labels)
+        changed = np.flatnonzero(codes != before) if self.compact else np.arange(n)
+        for j in changed.tolist():
+            insts[j].history[key].append((ts, labels[j]))
+        where = rows[changed]
+        last_code[where] = codes[changed]
+        last_ts[where] = ts
+        self.n_entries_held += len(changed)
+        return len(changed)
+
+    @staticmethod
+    def rows_of(insts: Sequence[PendingInstance]) -> np.ndarray:
+        """The feature-matrix rows of ``insts``, as an array."""
+        return np.fromiter((inst.row for inst in insts), dtype=np.intp, count=len(insts))
+
+    def _record_each(
+        self, insts: Sequence[PendingInstance], key: str, ts: float, labels: Sequence[Any]
+    ) -> int:
+        stored = 0
+        for inst, label in zip(insts, labels, strict=True):
+            if inst.uid not in self._pending or self._pending[inst.uid] is not inst:
+                raise KeyError(inst.uid)
+            stored += self.record(inst.uid, key, ts, label)
+        return stored
+
+    def _code(self, label: Hashable) -> int:
+        """The integer code of a ``str`` or ``None`` label."""
+        code = self._codes.get(label)
+        if code is None:
+            code = self._codes[label] = len(self._labels)
+            self._labels.append(label)
+        return code
+
+    def _arrays(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """The last-entry arrays of ``key``, as long as the feature matrix."""
+        size = self.rows.capacity
+        arrays = self._last.get(key)
+        if arrays is None:
+            arrays = (np.full(size, _NO_ENTRY, dtype=np.int64), np.full(size, -np.inf))
+            self._last[key] = arrays
+        elif len(arrays[0]) < size:
+            extra = size - len(arrays[0])
+            arrays = (
+                np.concatenate([arrays[0], np.full(extra, _NO_ENTRY, dtype=np.int64)]),
+                np.concatenate([arrays[1], np.full(extra, -np.inf)]),
+            )
+            self._last[key] = arrays
+        return arrays
+
+    def _remember(self, key: str, row: int, ts: float, label: Any) -> None:
+        """``(ts, label)`` is now the last entry of ``key`` for ``row``."""
+        codes, times = self._arrays(key)
+        codes[row] = self._code(label) if label.__class__ in _SIMPLE else _COMPLEX
+        times[row] = ts
+
+    def _reset_row(self, row: int) -> None:
+        """A row given to a new instance: no key has predicted for it yet."""
+        for key in self._last:
+            self._arrays(key)[0][row] = _NO_ENTRY
 
     def due(self, n_labels: int) -> list[PendingInstance]:
         """The instances to re-predict now that ``n_labels`` labels have been seen.
@@ -267,6 +438,8 @@ class PendingBuffer:
                 self.n_unknown_labels += 1
             return None
         self._forget(inst)
+        if inst.row >= 0:
+            self.rows.release(inst.row)
         return inst
 
     def _forget(self, inst: PendingInstance) -> None:

@@ -1,0 +1,264 @@
+"""The features of the pending instances as rows of one preallocated matrix.
+
+Continuous re-evaluation (``delayed-labelling-continuous-reevaluation.txt``,
+Algorithm 1) predicts every pending instance again every ``K`` labels. The
+batched learners (:mod:`pipeline.learners.batch`, :mod:`pipeline.learners.naive_bayes`)
+work on a :class:`~pipeline.learners.batch.NumericFrame`: a float matrix and a
+presence mask. Building that frame from the feature dicts of ~``delay / K``
+instances for every learner at every label was the largest cost of
+re-evaluation; :class:`FeatureRows` builds each instance's row **once**, when
+its features arrive, and a re-evaluation round only gathers the rows it needs
+(:meth:`FeatureRows.frame`).
+
+Rows
+    :meth:`FeatureRows.acquire` gives a new instance a row (a free one first:
+    rows of labelled or evicted instances are reused, so the matrix has as many
+    rows as instances were ever pending at once); :meth:`FeatureRows.write`
+    overwrites a row (an evolving instance, sect. 7.2, gets its newest
+    features); :meth:`FeatureRows.release` frees it. A released row keeps its
+    values until it is acquired again, so an instance just popped from the
+    buffer can still be predicted in the round of its own label.
+
+Columns
+    One column per feature that has held a number (``int``, ``float``,
+    ``bool``, numpy numbers), in order of first appearance in the stream. The
+    rules are those of :func:`pipeline.learners.river_adapter.clean` followed
+    by :class:`~pipeline.learners.batch.NumericFrame`: a numeric value that is
+    NaN or infinite, and ``None``, is *missing* (not present); a ``str`` value
+    is kept beside the row as ``(feature, value)``; any other value makes the
+    row *odd*, and a round with an odd row is left to the dict code.
+
+So ``frame(rows)`` holds, for every row, exactly the numbers and strings that
+``NumericFrame([clean(x) for x in xs])`` holds; only the column order and the
+columns no row of the round uses (never present) may differ, and batch code
+looks features up by name and masks with ``present``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pipeline.learners.batch import NumericFrame, is_number_type
+
+#: Rows of a new store; the matrix doubles when full.
+INITIAL_ROWS = 64
+
+
+def _missing_other(value: Any) -> bool:
+    """``clean``'s rule for a value that is neither a usual number nor a ``str``."""
+    if value is None:
+        return True
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, numbers.Integral)
+        and not math.isfinite(value)
+    )
+
+
+class PendingRows(list):  # type: ignore[type-arg]
+    """A batch of feature dicts that carries its ready-made numeric view.
+
+    A plain ``list`` of the instances for every learner; batch-aware learners
+    read ``frame`` (``NumericFrame`` of the cleaned instances, ``None`` when
+    the dict code must decide) and ``needs_clean`` (whether some instance has a
+    missing value that :func:`~pipeline.learners.river_adapter.clean` would
+    drop). A slice or a copy is a plain list, without the view.
+    """
+
+    frame: NumericFrame | None
+    needs_clean: bool
+
+    def __init__(self, xs: Sequence[Any], frame: NumericFrame | None, needs_clean: bool) -> None:
+        super().__init__(xs)
+        self.frame = frame
+        self.needs_clean = needs_clean
+
+
+class FeatureRows:
+    """Feature dicts stored as rows of a float matrix, with row reuse.
+
+    >>> rows = FeatureRows()
+    >>> a = rows.acquire({"x": 1.0, "y": float("nan"), "c": "CO"})
+    >>> b = rows.acquire({"y": 2, "z": None})
+    >>> frame = rows.frame([a, b])
+    >>> frame.index, frame.values.tolist(), frame.present.tolist()
+    ({'x': 0, 'y': 1}, [[1.0, 0.0], [0.0, 2.0]], [[True, False], [False, True]])
+    >>> frame.strings, frame.text, rows.needs_clean([a]), rows.needs_clean([b])
+    ([[('c', 'CO')], []], {'c'}, True, True)
+    >>> rows.release(a); rows.acquire({"x": 5.0}) == a  # a freed row is reused
+    True
+    """
+
+    def __init__(self, capacity: int = INITIAL_ROWS) -> None:
+        capacity = max(1, capacity)
+        self.index: dict[str, int] = {}
+        self.values = np.zeros((capacity, 0))
+        self.present = np.zeros((capacity, 0), dtype=bool)
+        self.odd = np.zeros(capacity, dtype=bool)
+        self.dirty = np.zeros(capacity, dtype=bool)  # some value is missing (clean drops it)
+        self.strings: list[list[tuple[str, str]]] = [[] for _ in range(capacity)]
+        self.n_text_rows = 0  # rows in use or free whose strings list is not empty
+        self._free: list[int] = []
+        self.n_used = 0  # rows ever handed out (the high-water mark)
+        self.n_live = 0
+        # the last key layout written: (keys, columns as an array) for the all-numbers path
+        self._layout: tuple[tuple[str, ...], np.ndarray] | None = None
+
+    @property
+    def capacity(self) -> int:
+        return int(self.values.shape[0])
+
+    def __len__(self) -> int:
+        """Rows in use."""
+        return self.n_live
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def acquire(self, x: Any) -> int:
+        """A row for a new instance, filled with ``x``."""
+        if self._free:
+            row = self._free.pop()
+        else:
+            row = self.n_used
+            if row == self.capacity:
+                self._grow_rows(2 * self.capacity)
+            self.n_used += 1
+        self.n_live += 1
+        self.write(row, x)
+        return row
+
+    def release(self, row: int) -> None:
+        """Free ``row`` for a later instance (its values stay until then)."""
+        self._free.append(row)
+        self.n_live -= 1
+
+    def write(self, row: int, x: Any) -> None:
+        """(Over)write ``row`` with the features ``x``."""
+        values, present = self.values, self.present
+        present[row] = False
+        if self.strings[row]:
+            self.strings[row] = []
+            self.n_text_rows -= 1
+        self.odd[row] = False
+        self.dirty[row] = False
+        if not isinstance(x, Mapping):
+            self.odd[row] = True
+            return
+        if self._write_numbers(row, x):
+            return
+        strings: list[tuple[str, str]] = []
+        odd = dirty = False
+        for key, value in x.items():
+            kind = value.__class__
+            if kind is str:
+                strings.append((key, value))
+            elif is_number_type(kind):
+                try:
+                    number = float(value)
+                except OverflowError:  # NumericFrame would fail on it: leave it to the dicts
+                    odd = True
+                    continue
+                if number - number != 0.0:  # NaN or infinite: missing
+                    dirty = True
+                    continue
+                col = self.index.get(key)
+                if col is None:
+                    col = self._add_column(key)
+                    values, present = self.values, self.present
+                values[row, col] = number
+                present[row, col] = True
+            elif _missing_other(value):
+                dirty = True
+            else:
+                odd = True
+        if strings:
+            self.strings[row] = strings
+            self.n_text_rows += 1
+        self.odd[row] = odd
+        self.dirty[row] = dirty
+
+    def _write_numbers(self, row: int, x: Mapping[str, Any]) -> bool:
+        """The common case in one numpy assignment: the keys of the last such
+        instance, every value a ``float`` or an ``int``; ``False`` otherwise."""
+        keys = tuple(x)
+        layout = self._layout
+        if layout is None or layout[0] != keys:
+            if not all(k in self.index for k in keys):
+                self._layout = None
+                return False
+            layout = self._layout = (keys, np.array([self.index[k] for k in keys], dtype=np.intp))
+        vals = list(x.values())
+        if not {v.__class__ for v in vals} <= {float, int}:
+            return False
+        try:
+            numbers_ = np.array(vals, dtype=float)
+        except OverflowError:
+            return False
+        finite = np.isfinite(numbers_)
+        cols = layout[1]
+        if finite.all():
+            self.values[row, cols] = numbers_
+            self.present[row, cols] = True
+        else:
+            self.values[row, cols] = np.where(finite, numbers_, 0.0)
+            self.present[row, cols] = finite
+            self.dirty[row] = True
+        return True
+
+    # -- growth -----------------------------------------------------------------------------
+
+    def _grow_rows(self, capacity: int) -> None:
+        extra = capacity - self.capacity
+        width = self.values.shape[1]
+        self.values = np.concatenate([self.values, np.zeros((extra, width))])
+        self.present = np.concatenate([self.present, np.zeros((extra, width), dtype=bool)])
+        self.odd = np.concatenate([self.odd, np.zeros(extra, dtype=bool)])
+        self.dirty = np.concatenate([self.dirty, np.zeros(extra, dtype=bool)])
+        self.strings.extend([] for _ in range(extra))
+
+    def _add_column(self, key: str) -> int:
+        col = len(self.index)
+        self.index[key] = col
+        if col == self.values.shape[1]:
+            extra = max(8, col)
+            n = self.capacity
+            self.values = np.concatenate([self.values, np.zeros((n, extra))], axis=1)
+            self.present = np.concatenate([self.present, np.zeros((n, extra), dtype=bool)], axis=1)
+        return col
+
+    # -- batches ----------------------------------------------------------------------------
+
+    def needs_clean(self, rows: Sequence[int] | np.ndarray) -> bool:
+        """Whether some of ``rows`` has a missing value (``clean`` would copy its dict)."""
+        return bool(self.dirty[rows].any())
+
+    def frame(self, rows: Sequence[int] | np.ndarray) -> NumericFrame | None:
+        """The :class:`NumericFrame` of the cleaned instances in ``rows``
+        (in that order); ``None`` when one of them is odd."""
+        rows = np.asarray(rows, dtype=np.intp)
+        if self.odd[rows].any():
+            return None
+        width = len(self.index)
+        strings: list[list[tuple[str, str]]]
+        if self.n_text_rows:
+            strings = [self.strings[r] for r in rows.tolist()]
+            text = {key for pairs in strings for key, _ in pairs}
+        else:
+            strings = [[] for _ in range(len(rows))]
+            text = set()
+        return NumericFrame.from_arrays(
+            index=dict(self.index),
+            values=self.values[rows, :width],
+            present=self.present[rows, :width],
+            text=text,
+            strings=strings,
+        )
+
+    def batch(self, xs: Sequence[Any], rows: Sequence[int] | np.ndarray) -> PendingRows:
+        """``xs`` (the dicts of ``rows``, in order) with their numeric view."""
+        return PendingRows(xs, self.frame(rows), self.needs_clean(rows))
