@@ -32,6 +32,12 @@ detectors: ph, ph[estimator=fading,alpha=0.999], ratio_fading, ratio_window, adw
   ddm, random[p=0.01].
 """
 
+EPILOG_CONFIG = """
+configuration: flags > environment variables > config file (--config FILE or
+  $STREAMEVAL_CONFIG, TOML, see docs/streameval.example.toml) > defaults;
+  `streameval config show [COMMAND [OPTION ...]]` prints every value and its source.
+"""
+
 
 def add_experiment_options(p: argparse.ArgumentParser) -> None:
     """The options that define an experiment (shared by evaluate and run)."""
@@ -362,8 +368,11 @@ def _finish(parser: argparse.ArgumentParser) -> None:
     commands = subcommands(parser)
     shared = options(commands["evaluate"])
     parser.formatter_class = HelpFormatter
+    parser.epilog = (parser.epilog or "") + EPILOG_CONFIG
     for name, p in commands.items():
         p.formatter_class = HelpFormatter
+        if "bootstrap" in options(p):
+            p.epilog = (p.epilog or "") + _kafka_epilog()
         if name == "config":
             for q in subcommands(p).values():
                 q.formatter_class = HelpFormatter
@@ -373,6 +382,19 @@ def _finish(parser: argparse.ArgumentParser) -> None:
             # one meaning per option name: replay's --delay is evaluate's --delay
             if not action.help and dest in shared:
                 action.help = shared[dest].help
+
+
+def _kafka_epilog() -> str:
+    try:
+        from agents.config import ENV_FIELDS
+    except ImportError:  # pragma: no cover
+        return ""
+    names = list(ENV_FIELDS)
+    lines = ["", "kafka settings (environment, else [kafka] in the config file):"]
+    for i in range(0, len(names), 3):
+        lines.append("  " + ", ".join(names[i : i + 3]))
+    lines.append("  STREAMEVAL_CHECKPOINT_KEY (HMAC key of checkpoints; [worker] checkpoint_key)")
+    return "\n".join(lines) + "\n"
 
 
 def settings_schema(parser: argparse.ArgumentParser) -> Any:

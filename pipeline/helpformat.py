@@ -2,8 +2,8 @@
 
 Every option's help line ends with its default (unless the text already names
 it) and with the environment variable that sets it, if one does
-(:data:`pipeline.settings.OPTION_ENV`). ``--help`` after ``--config FILE``
-shows the defaults that file and the environment make effective.
+(:data:`pipeline.settings.OPTION_ENV`). ``--help`` with ``--config FILE`` adds
+the value the file sets and its line: ``[now 200: file streameval.toml:29]``.
 """
 
 from __future__ import annotations
@@ -27,4 +27,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         env = OPTION_ENV.get(action.dest)
         if env and f"${env}" not in text:
             text += f" [env ${env}]"
+        found = getattr(action, "config_value", None)
+        if found is not None:
+            value, source = found
+            shown_value = str(value).replace("%", "%%")
+            text += f" [now {shown_value}: {str(source).replace('%', '%%')}]"
         return text

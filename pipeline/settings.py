@@ -59,6 +59,7 @@ OPTION_ENV: dict[str, str] = {
     "config": CONFIG_ENV,
     "data_dir": "STREAMEVAL_DATA_DIR",
     "bootstrap": "KAFKA_BOOTSTRAP_SERVERS",
+    "broker_timeout": "STREAMEVAL_BROKER_TIMEOUT",
 }
 #: Options that read a key of another section when their own is absent.
 OPTION_FILE_ALIAS: dict[str, tuple[str, str]] = {"bootstrap": ("kafka", "bootstrap_servers")}
@@ -378,7 +379,12 @@ class Settings:
         dest = action.dest
         env = OPTION_ENV.get(dest)
         if env and self.environ.get(env):
-            return self.environ[env], Source(ENV, env)
+            raw = self.environ[env]
+            try:
+                value = action.type(raw) if callable(action.type) else raw
+            except (TypeError, ValueError):
+                raise SettingsError(f"${env}={raw!r} is not a valid {action.dest}") from None
+            return value, Source(ENV, env)
         if dest in NOT_IN_FILE:
             return None
         found = self._file(command, dest)
@@ -466,7 +472,10 @@ def parse_args(
         settings.export(env)
     sub = subcommands(parser)[command]
     opts = options(sub)
-    resolved = {dest: settings.option(command, a) for dest, a in opts.items()}
+    try:
+        resolved = {dest: settings.option(command, a) for dest, a in opts.items()}
+    except SettingsError as exc:
+        parser.exit(2, f"streameval {command}: error: {exc}\n")
     saved = {dest: (a.default, a.required) for dest, a in opts.items()}
     asking_help = any(t in ("-h", "--help") for t in rest)
     try:
@@ -474,7 +483,8 @@ def parse_args(
             if asking_help:
                 found = resolved[dest]
                 if found is not None and found[1].kind == FILE:
-                    action.default = found[0]  # --help shows the file's value as the default
+                    # --help shows the file's value beside the built-in default
+                    action.config_value = found  # type: ignore[attr-defined]
                 continue
             action.default = argparse.SUPPRESS
             if resolved[dest] is not None:
@@ -483,6 +493,7 @@ def parse_args(
     finally:
         for dest, (default, required) in saved.items():
             opts[dest].default, opts[dest].required = default, required
+            opts[dest].__dict__.pop("config_value", None)
     sources: dict[str, Source] = {}
     for dest in opts:
         if hasattr(args, dest):

@@ -98,17 +98,29 @@ def test_help_runs_for_every_command() -> None:
     assert "(default: 1000)" in flat and "$STREAMEVAL_CONFIG" in flat
 
 
+def test_kafka_commands_name_every_kafka_variable() -> None:
+    from agents.config import ENV_FIELDS
+
+    for name, parser in PARSERS:
+        if name.split()[-1] in ("run", "worker", "replay", "submit"):
+            text = " ".join(parser.format_help().split())
+            missing = [v for v in [*ENV_FIELDS, "STREAMEVAL_CHECKPOINT_KEY"] if v not in text]
+            assert not missing, (name, missing)
+    assert "streameval config show" in " ".join(PARSERS[0][1].format_help().split())
+
+
 def test_help_shows_the_config_files_values(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[experiment]\nauc_window = 321\n")
     out = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "evaluate", "--config", str(path), "--help"],
+        [sys.executable, "-m", "pipeline.cli", "evaluate", "--config", "c.toml", "--help"],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
         env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
     ).stdout
-    assert "(default: 321)" in " ".join(out.split())
+    assert "(default: 1000) [now 321: file c.toml:2]" in " ".join(out.split())
 
 
 def readme_commands() -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 from agents.config import KafkaSettings
 from pipeline.cli import build_parser, main, settings_schema
 from pipeline.settings import FILE, FLAG, ConfigFile, Source, parse_args, tomllib
+from pipeline.settings import subcommands as subcommands_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "streameval.example.toml"
@@ -70,6 +71,21 @@ def test_env_beats_file_and_flag_beats_env(tmp_path: Path) -> None:
     assert args.data_dir == "/from/flag"
     args = parse(["evaluate", "--config", path], {})
     assert args.data_dir == "/from/file" and args.config_sources["data_dir"].kind == FILE
+
+
+def test_env_values_are_typed_like_flags(tmp_path: Path, capsys) -> None:
+    parser = build_parser()
+    worker = subcommands_of(parser)["worker"]
+    if "broker_timeout" not in {a.dest for a in worker._actions}:
+        pytest.skip("no --broker-timeout option in this checkout")
+    path = write(tmp_path, "[worker]\nbroker_timeout = 9\n")
+    env = {"STREAMEVAL_BROKER_TIMEOUT": "2.5"}
+    args = parse(["worker", "--config", path], env)
+    assert args.broker_timeout == 2.5 and args.config_sources["broker_timeout"].kind == "env"
+    assert parse(["worker", "--config", path], {}).broker_timeout == 9.0
+    with pytest.raises(SystemExit):
+        parse(["worker"], {"STREAMEVAL_BROKER_TIMEOUT": "soon"})
+    assert "$STREAMEVAL_BROKER_TIMEOUT='soon'" in capsys.readouterr().err
 
 
 def test_bootstrap_flag_env_file(tmp_path: Path) -> None:
