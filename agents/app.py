@@ -6,16 +6,27 @@ together. The agent does no evaluation itself: it hands each message to the
 :class:`~agents.worker.StreamWorker`, and acknowledges messages only after a
 checkpoint containing them has been written (manual acks, ``noack``), which is
 what lets a restarted worker end with the results of an uninterrupted run.
+
+With a :class:`~agents.health.BrokerHealth` the agent also waits while the
+broker is lost: it takes no new message until the broker answers again, and a
+checkpoint runs in a thread (so the web views keep answering ``/health``
+during an outage) and is retried until the broker has confirmed every part of
+it. One lock keeps the agent, the housekeeping timer and a checkpoint in
+progress from touching the runners at the same time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import sys
 import tempfile
-from typing import Any
+from typing import Any, NoReturn
 
 from agents.config import KafkaSettings
 from agents.dashboard import register_views
+from agents.health import BrokerHealth
 from agents.topics import TopicNames
 from agents.worker import StreamWorker
 
@@ -30,8 +41,12 @@ def create_app(
     web_port: int = 6066,
     web: bool = False,
     app_id: str = "streameval-worker",
+    health: BrokerHealth | None = None,
 ) -> Any:
-    """Build the Faust app around ``worker``; run it with :func:`run_app`."""
+    """Build the Faust app around ``worker``; run it with :func:`run_app`.
+
+    ``health`` (see :mod:`agents.health`) pauses the agent while the broker is lost.
+    """
     import faust
 
     names = TopicNames.for_prefix(settings.topic_prefix)
@@ -53,9 +68,32 @@ def create_app(
     )
     kind_of = {names.features: "features", names.labels: "labels", names.experiments: "experiments"}
     unacked: list[Any] = []
+    busy = asyncio.Lock()  # the runners: one of agent, timer, checkpoint at a time
 
-    def save_and_ack() -> None:
-        worker.checkpoint()
+    async def broker_back() -> None:
+        while health is not None and not health.ok:
+            await asyncio.sleep(0.2)
+
+    async def save_and_ack() -> None:
+        loop = asyncio.get_running_loop()
+        first_failure: float | None = None
+        while True:
+            await broker_back()
+            try:  # in a thread: flushing waits for the broker, the web views must not
+                await loop.run_in_executor(None, worker.checkpoint)
+                break
+            except RuntimeError as exc:
+                if worker.delivery_errors or health is None:
+                    _give_up(f"outputs could not be delivered: {exc}")
+                now = loop.time()
+                first_failure = now if first_failure is None else first_failure
+                if now - first_failure >= health.timeout:
+                    _give_up(
+                        f"no checkpoint confirmed by the Kafka broker at {health.bootstrap} "
+                        f"for {now - first_failure:.0f} s (broker timeout {health.timeout:.0f} s)"
+                    )
+                health.lost(f"checkpoint not confirmed: {exc}")
+                log.warning("checkpoint not confirmed (%s); retrying when the broker answers", exc)
         if worker.can_ack:
             for event in unacked:
                 event.ack()
@@ -64,21 +102,33 @@ def create_app(
     @app.agent(inputs)
     async def ingest(stream: Any) -> None:
         async for event in stream.noack().events():
-            msg = event.message
-            worker.handle(kind_of[msg.topic], event.value, msg.key, msg.partition, msg.offset)
-            unacked.append(event)
-            if worker.checkpoint_due():
-                save_and_ack()
+            if health is not None and not health.ok:
+                await broker_back()
+            async with busy:
+                msg = event.message
+                worker.handle(kind_of[msg.topic], event.value, msg.key, msg.partition, msg.offset)
+                unacked.append(event)
+                if worker.checkpoint_due():
+                    await save_and_ack()
 
     @app.timer(1.0)
     async def housekeeping() -> None:
-        worker.tick()
-        if (unacked or worker.dirty) and worker.idle_seconds() > 1.0:
-            save_and_ack()
+        if health is not None and not health.ok:
+            return
+        async with busy:
+            worker.tick()
+            if (unacked or worker.dirty) and worker.idle_seconds() > 1.0:
+                await save_and_ack()
 
-    register_views(app, worker)  # /dashboard, /api/metrics, /health (GET only)
+    register_views(app, worker, health)  # /dashboard, /api/metrics, /health (GET only)
     app.streameval_worker = worker  # for the dashboard views
     return app
+
+
+def _give_up(message: str) -> NoReturn:
+    """Exit now, without acknowledging anything: a restart resumes from the last checkpoint."""
+    print(f"streameval worker: {message}; exiting", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 def run_app(

@@ -47,6 +47,18 @@ def _add_kafka_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_broker_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--broker-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a worker that loses its broker reports unhealthy and retries with backoff; it "
+        "exits (code 75) after SECONDS without an answer (default: $STREAMEVAL_BROKER_TIMEOUT, "
+        "else 120)",
+    )
+
+
 def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     """Write ``config`` to the compacted experiments topic (key = stream id)."""
     from confluent_kafka import Producer
@@ -248,9 +260,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.stream_id:
         args.stream_id = f"{args.dataset}-{uuid.uuid4().hex[:8]}"
     config = config_from_args(args)
-    worker_args = None
+    worker_args = []
+    if args.broker_timeout is not None:
+        worker_args += ["--broker-timeout", str(args.broker_timeout)]
     if args.dashboard is not None:
-        worker_args = ["--web", "--web-host", "127.0.0.1", "--web-port", str(args.dashboard)]
+        worker_args += ["--web", "--web-host", "127.0.0.1", "--web-port", str(args.dashboard)]
         print(f"dashboard: http://127.0.0.1:{args.dashboard}/dashboard", file=sys.stderr)
     results = run_through_kafka(
         config,
@@ -279,6 +293,22 @@ def cmd_worker(args: argparse.Namespace) -> int:
             "`streameval run` starts an embedded one for you"
         )
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
+    # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
+    from confluent_kafka import Producer
+
+    from agents.health import PRODUCER_QUEUE, broker_timeout, watch_broker
+    from agents.worker import PRODUCER_DEFAULTS
+
+    checkpoints: dict[str, int] = {}
+    health, _ = watch_broker(
+        settings.confluent_config(),
+        broker_timeout(args.broker_timeout),
+        describe=lambda: f"last checkpoints {checkpoints}" if checkpoints else "no checkpoint yet",
+    )
+    producer = Producer(
+        {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
+         "error_cb": health.on_kafka_error}
+    )  # fmt: skip
     worker = StreamWorker(
         settings,
         key=checkpoint_key(),
@@ -286,7 +316,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         orphan_ttl=args.orphan_ttl,
         idle_timeout=args.idle_timeout,
         park_timeout=args.park_timeout,
+        producer=producer,
     )
+    checkpoints = worker.checkpoint_ids
     restored = worker.restore()
     print(
         f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
@@ -294,7 +326,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    app = create_app(settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port)
+    app = create_app(
+        settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
+        health=health,
+    )  # fmt: skip
     run_app(
         app, web=args.web, web_host=args.web_host, web_port=args.web_port, loglevel=args.loglevel
     )
@@ -374,6 +409,7 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         default=RESULTS_TIMEOUT,
         help="seconds to wait for the worker's results",
     )
+    _add_broker_timeout(p)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("worker", help="run a worker: consume experiments, features, labels")
@@ -402,6 +438,7 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         default=60.0,
         help="wall seconds events of an undefined stream wait before the deadletter",
     )
+    _add_broker_timeout(p)
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
     p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
     p.add_argument("--web-port", type=int, default=6066, help="web port (with --web)")

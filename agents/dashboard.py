@@ -19,8 +19,14 @@ with 405).
 * ``drift``: the latest alarms (learner, detector, index, ts, statistic).
 
 ``?since=V`` with the ``version`` of a previous answer returns only
-``{"version": V, "unchanged": true, "generated": ...}`` when nothing was recorded since, which
-is what the page's one-second polling costs when a stream is idle.
+``{"version": V, "unchanged": true, "generated": ..., "health": ...}`` when nothing was
+recorded since, which is what the page's one-second polling costs when a stream is idle.
+
+Every answer carries ``health`` (see :func:`health_summary`): ``healthy``, the
+``reason`` when not, and the ``broker``'s state from :mod:`agents.health`
+(``reachable``/``unreachable``, ``since`` -- wall time of the last change --,
+the last error, the failed attempts and the timeout). ``/health`` answers 200
+with the same fields while healthy, else 503.
 
 The page (``agents/static/dashboard.html``) is plain HTML with hand-written
 SVG charts and no external resources; it is served with a content security
@@ -228,25 +234,56 @@ class DashboardHistory:
         }
 
 
+def health_summary(
+    status: dict[str, Any] | None, broker: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Healthy or not, and why: the worker's own state and the broker's.
+
+    ``status`` is :meth:`~agents.worker.StreamWorker.status` (``healthy`` is False
+    once an output was not delivered); ``broker`` is
+    :meth:`~agents.health.BrokerHealth.to_json`.
+
+    >>> health_summary({"healthy": True}, {"state": "unreachable", "address": "k:9092",
+    ...                 "reason": "timed out", "down_seconds": 4.0})["reason"]
+    'Kafka broker at k:9092 unreachable for 4 s: timed out'
+    """
+    reasons = []
+    if broker is not None and broker.get("state") != "reachable":
+        reasons.append(
+            f"Kafka broker at {broker.get('address')} unreachable for "
+            f"{broker.get('down_seconds', 0):.0f} s: {broker.get('reason')}"
+        )
+    if status is not None and not status.get("healthy", True):
+        errors = (status.get("counts") or {}).get("delivery_errors", 0)
+        reasons.append(f"{errors} output(s) not delivered" if errors else "outputs not delivered")
+    out: dict[str, Any] = {"healthy": not reasons, "reason": "; ".join(reasons) or None}
+    if broker is not None:
+        out["broker"] = broker
+    return out
+
+
 def metrics_payload(
     history: DashboardHistory,
     status: dict[str, Any] | None = None,
     *,
     since: str | None = None,
     stream: str | None = None,
+    broker: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The body of ``/api/metrics`` (see the module docstring)."""
     now = round(history.clock(), 3)
+    health = health_summary(status, broker)
     if since is not None and since == history.version:
-        return {"version": history.version, "unchanged": True, "generated": now}
+        return {"version": history.version, "unchanged": True, "generated": now, "health": health}
     payload: dict[str, Any] = {
         "version": history.version,
         "generated": now,
+        "health": health,
         "streams": history.to_json(stream),
     }
     if status is not None:
         payload["worker"] = {
-            "healthy": bool(status.get("healthy", True)),
+            "healthy": health["healthy"],
             "streams": status.get("streams", {}),
             "counts": status.get("counts", {}),
         }
@@ -285,12 +322,16 @@ def dashboard_page() -> tuple[str, str]:
     return _page_cache["page"]
 
 
-def register_views(app: Any, worker: Any) -> None:
+def register_views(app: Any, worker: Any, broker_health: Any = None) -> None:
     """Add ``/dashboard``, ``/api/metrics`` and ``/health`` to the Faust ``app``.
 
     ``worker`` is the :class:`~agents.worker.StreamWorker` (its ``history`` and
-    ``status()``). ``/health`` answers 200 while the worker is healthy, else 503.
+    ``status()``), ``broker_health`` its :class:`~agents.health.BrokerHealth` (if any).
+    ``/health`` answers 200 while both are healthy, else 503 with the reason.
     """
+
+    def broker() -> dict[str, Any] | None:
+        return broker_health.to_json() if broker_health is not None else None
 
     @app.page("/dashboard")
     async def dashboard(view: Any, request: Any) -> Any:
@@ -309,7 +350,11 @@ def register_views(app: Any, worker: Any) -> None:
     async def api_metrics(view: Any, request: Any) -> Any:
         query = request.query
         payload = metrics_payload(
-            worker.history, worker.status(), since=query.get("since"), stream=query.get("stream")
+            worker.history,
+            worker.status(),
+            since=query.get("since"),
+            stream=query.get("stream"),
+            broker=broker(),
         )
         return view.json(
             payload, headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
@@ -318,9 +363,10 @@ def register_views(app: Any, worker: Any) -> None:
     @app.page("/health")
     async def health(view: Any, request: Any) -> Any:
         status = worker.status()
-        ok = bool(status.get("healthy", True))
+        summary = health_summary(status, broker())
+        ok = summary["healthy"]
         return view.json(
-            {"status": "ok" if ok else "failing", **status},
+            {"status": "ok" if ok else "failing", **status, **summary},
             status=200 if ok else 503,
             headers={"Cache-Control": "no-store"},
         )

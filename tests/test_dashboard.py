@@ -105,7 +105,14 @@ def test_payload_unchanged_since_and_worker_status() -> None:
     full = metrics_payload(history, status)
     assert full["worker"]["healthy"] is False and "s" in full["streams"]
     same = metrics_payload(history, status, since=full["version"])
-    assert same == {"version": full["version"], "unchanged": True, "generated": 1000.0}
+    health = {"healthy": False, "reason": "outputs not delivered"}  # in every answer
+    assert full["health"] == health
+    assert same == {
+        "version": full["version"],
+        "unchanged": True,
+        "generated": 1000.0,
+        "health": health,
+    }
     history.add_snapshot(snapshot(400))
     assert "streams" in metrics_payload(history, status, since=full["version"])
     assert metrics_payload(history, stream="nope")["streams"] == {}
@@ -178,6 +185,51 @@ def test_views_answer_dashboard_metrics_and_health() -> None:
     worker.healthy = False
     health = get("/health")
     assert health["status"] == 503 and health["body"]["status"] == "failing"
+
+
+def test_views_report_a_lost_broker_with_reason_and_since() -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    from agents.dashboard import register_views
+    from agents.health import BrokerHealth
+
+    clock, ticks = FakeClock(), [50.0]
+    broker = BrokerHealth("k1:9092", 120.0, clock=clock, monotonic=lambda: ticks[0])
+    app, worker = FakeApp(), FakeWorker()
+    register_views(app, worker, broker)
+
+    def get(path: str, **query: str) -> dict[str, Any]:
+        return asyncio.run(app.pages[path](FakeView(), SimpleNamespace(query=query)))
+
+    ok = get("/health")
+    assert ok["status"] == 200 and ok["body"]["broker"]["state"] == "reachable"
+    version = get("/api/metrics")["body"]["version"]
+    clock.now, ticks[0] = 1010.0, 60.0
+    broker.lost("Local: Timed out")
+    clock.now, ticks[0] = 1015.0, 65.0
+    broker.lost("Local: Timed out")
+    down = get("/health")
+    assert down["status"] == 503 and down["body"]["healthy"] is False
+    assert down["body"]["reason"] == "Kafka broker at k1:9092 unreachable for 5 s: Local: Timed out"
+    assert down["body"]["broker"] == {
+        "state": "unreachable",
+        "address": "k1:9092",
+        "since": 1010.0,
+        "timeout": 120.0,
+        "outages": 1,
+        "reason": "Local: Timed out",
+        "attempts": 2,
+        "down_seconds": 5.0,
+    }
+    # the page polls with ?since: nothing new was recorded, the health still comes along
+    same = get("/api/metrics", since=version)["body"]
+    assert same["unchanged"] is True and same["health"]["broker"]["since"] == 1010.0
+    clock.now, ticks[0] = 1020.0, 70.0
+    broker.restored()
+    back = get("/health")["body"]
+    assert back["healthy"] is True and back["broker"]["since"] == 1020.0
+    assert get("/api/metrics")["body"]["worker"]["healthy"] is True
 
 
 # -- the page in Chromium, on a live run ------------------------------------------------------

@@ -9,26 +9,47 @@
   only trace left in the results document is ``counters.feature_updates``: the second
   features of the instances still waiting for their labels count as evolving features
   (identical ones), exactly as the in-process :class:`~pipeline.runner.StreamRunner` does.
+
+The broker lost mid-run (each test on an embedded Tansu broker of its own, which it
+pauses with ``SIGSTOP`` -- connections stay open, nothing answers -- or kills):
+
+* paused for 12 s (twice the session timeout, a dozen heartbeats), then resumed: ``/health``
+  answers 503 naming the broker during the pause and 200 after, ``/api/metrics`` carries
+  the broker state and since when, the log shows each retry with its delay, and the
+  results equal ``evaluate``'s;
+* killed, with ``--broker-timeout 10``: the worker exits with code 75 after 10 s (not
+  before), naming the address and the timeout;
+* paused for longer than ``--broker-timeout 6``: the worker exits; once the broker is back
+  a new worker restores the last checkpoint and ends with ``evaluate``'s results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.request import urlopen
 
 import pytest
 from test_kafka_pipeline import read_topic
 
+from agents.broker import EmbeddedBroker
 from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
+from agents.config import KafkaSettings
+from agents.health import EXIT_BROKER_LOST
 from agents.replay import PackedMessages, replay
 from agents.topics import TopicNames, ensure_topics
 from pipeline.config import ExperimentConfig
@@ -132,3 +153,194 @@ def test_a_replay_run_twice_before_the_end_counts_once(settings, data_dir, tmp_p
     assert ingest["rejected_duplicate_label"] == n
     assert ingest["rejected_already_labelled"] == rejected["already_labelled"]
     assert ingest["redelivered"] == 0 and ingest["after_end"] == 0
+
+
+# -- the broker lost mid-run ---------------------------------------------------------------------
+
+PAUSE = 12.0  # seconds: 2 x the session timeout, 12 heartbeats (agents.config)
+KEY = {"STREAMEVAL_CHECKPOINT_KEY": "broker-faults-" + "k" * 20}
+
+
+def get_json(url: str) -> tuple[int | None, dict[str, Any]]:
+    """(status, JSON body) of a GET; (None, {}) when the worker does not answer in 2 s."""
+    try:
+        with urlopen(url, timeout=2.0) as resp:
+            return resp.status, json.loads(resp.read())
+    except HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+    except (URLError, OSError, ValueError):
+        return None, {}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LostBrokerRun:
+    """An Electricity stream replayed into a broker of its own, and a worker with ``--web``."""
+
+    def __init__(self, broker: EmbeddedBroker, data_dir: Path, tmp_path: Path) -> None:
+        self.broker = broker
+        self.settings = replace(
+            KafkaSettings.from_env().with_bootstrap(broker.bootstrap),
+            topic_prefix=f"lost-{uuid.uuid4().hex[:6]}.",
+        )
+        ensure_topics(
+            self.settings.confluent_config(),
+            self.settings.partitions,
+            prefix=self.settings.topic_prefix,
+        )
+        self.config = ExperimentConfig(
+            f"lost-{uuid.uuid4().hex[:6]}",
+            ["nochange", "nb"],
+            dataset="electricity",
+            limit=20_000,
+            delay="48",
+            reeval_k=10,
+            bins=5,
+            window=200,
+            snapshot_every=500,
+        )
+        self.data_dir = data_dir
+        dataset, self.config = prepare(self.config, data_dir)
+        self.waiter = ResultsWaiter(self.settings, self.config.stream)
+        submit_experiment(self.settings, self.config)
+        replay(schedule(self.config, dataset), self.settings, message_format=PackedMessages(50))
+        self.tmp_path = tmp_path
+        self.workers: list[subprocess.Popen] = []
+
+    def start_worker(self, *args: str) -> tuple[subprocess.Popen, str, Path]:
+        port = free_port()
+        log_path = self.tmp_path / f"worker-{len(self.workers)}.log"
+        worker = start_worker(
+            self.settings,
+            KEY,
+            log_path=log_path,
+            extra_args=["--web", "--web-port", str(port), "--checkpoint-every", "5000", *args],
+        )
+        self.workers.append(worker)
+        return worker, f"http://127.0.0.1:{port}", log_path
+
+    def wait_labelled(self, base: str, worker: subprocess.Popen, n: int) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and worker.poll() is None:
+            _, body = get_json(base + "/health")
+            if body.get("streams", {}).get(self.config.stream, {}).get("n_labelled", 0) >= n:
+                return
+            time.sleep(0.2)
+        pytest.fail(f"the worker did not reach {n} labels (rc {worker.poll()})")
+
+    def reference(self) -> dict[str, Any]:
+        return without(evaluate(self.config, data_dir=self.data_dir))
+
+    def close(self) -> None:
+        for worker in self.workers:
+            stop_worker(worker)
+        with contextlib.suppress(ProcessLookupError, TypeError):
+            os.kill(self.broker.pid, signal.SIGCONT)  # never leave a stopped broker behind
+
+
+@pytest.fixture
+def lost(data_dir: Path, tmp_path: Path) -> Iterator[LostBrokerRun]:
+    with EmbeddedBroker() as broker:
+        run = LostBrokerRun(broker, data_dir, tmp_path)
+        try:
+            yield run
+        finally:
+            run.close()
+
+
+def test_broker_paused_mid_run_unhealthy_then_resumes_with_identical_results(lost) -> None:
+    worker, base, log_path = lost.start_worker()
+    lost.wait_labelled(base, worker, 4000)
+    bootstrap = lost.broker.bootstrap
+    paused_at = time.time()
+    os.kill(lost.broker.pid, signal.SIGSTOP)
+    statuses: list[tuple[float, int | None, dict[str, Any]]] = []
+    metrics: list[dict[str, Any]] = []
+    while time.time() - paused_at < PAUSE:
+        status, body = get_json(base + "/health")
+        statuses.append((time.time() - paused_at, status, body))
+        _, api = get_json(base + "/api/metrics?since=none")
+        if api:
+            metrics.append(api["health"])
+        time.sleep(0.5)
+    os.kill(lost.broker.pid, signal.SIGCONT)
+    resumed_at = time.time()
+    try:
+        results = lost.waiter.wait(180, alive=lambda: worker.poll() is None)
+        after, body_after = get_json(base + "/health")
+    except BaseException:
+        print(log_path.read_text(errors="replace")[-4000:])
+        raise
+    finally:
+        stop_worker(worker)
+    log_text = log_path.read_text(errors="replace")
+
+    # unhealthy during the pause, noticed within a few seconds, never a hung web server
+    answered = [(t, s, b) for t, s, b in statuses if s is not None]
+    assert len(answered) >= len(statuses) - 2, statuses
+    unhealthy = [(t, b) for t, s, b in answered if s == 503]
+    assert unhealthy and unhealthy[0][0] < 8.0, [(t, s) for t, s, _ in statuses]
+    body = unhealthy[-1][1]
+    assert body["status"] == "failing" and body["healthy"] is False
+    assert bootstrap in body["reason"] and body["broker"]["state"] == "unreachable"
+    assert body["broker"]["attempts"] >= 2 and body["broker"]["timeout"] == 120.0
+    down = [h for h in metrics if not h["healthy"]]
+    assert down and all(h["broker"]["state"] == "unreachable" for h in down)
+    assert all(paused_at - 1 <= h["broker"]["since"] <= resumed_at for h in down)
+    # retried with backoff, each attempt logged with its delay; then healthy again
+    assert "attempt 1 failed, next in 0.5 s" in log_text, log_text[-3000:]
+    assert "attempt 2 failed, next in 1.0 s" in log_text, log_text[-3000:]
+    assert "answers again after" in log_text
+    assert after == 200 and body_after["broker"]["state"] == "reachable", body_after
+    assert body_after["broker"]["outages"] >= 1 and body_after["broker"]["since"] >= paused_at
+    # and the results are those of an uninterrupted run
+    assert without(results) == lost.reference()
+
+
+def test_broker_killed_mid_run_worker_exits_after_the_timeout(lost) -> None:
+    worker, base, log_path = lost.start_worker("--broker-timeout", "10")
+    lost.wait_labelled(base, worker, 4000)
+    bootstrap = lost.broker.bootstrap
+    killed_at = time.monotonic()
+    os.kill(lost.broker.pid, signal.SIGKILL)
+    try:
+        rc = worker.wait(40)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker still runs 40 s after its broker died, with --broker-timeout 10")
+    elapsed = time.monotonic() - killed_at
+    text = log_path.read_text(errors="replace")
+    assert rc == EXIT_BROKER_LOST, text[-3000:]
+    assert 10.0 <= elapsed < 20.0, f"exited {elapsed:.1f} s after the broker died"
+    last = text.strip().splitlines()[-1]  # the last line, on the real stderr
+    assert last.startswith(f"streameval worker: the Kafka broker at {bootstrap} has not "), last
+    assert "broker timeout 10 s" in last and "--broker-timeout" in last, last
+    assert "Traceback" not in text, text[-3000:]
+
+
+def test_broker_lost_past_the_timeout_a_restart_resumes_identically(lost) -> None:
+    worker, base, log_path = lost.start_worker("--broker-timeout", "6")
+    lost.wait_labelled(base, worker, 8000)  # checkpoints every 5000 events: one at least
+    os.kill(lost.broker.pid, signal.SIGSTOP)
+    try:
+        rc = worker.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker still runs 30 s after its broker stopped answering")
+    finally:
+        os.kill(lost.broker.pid, signal.SIGCONT)
+    text = log_path.read_text(errors="replace")
+    assert rc == EXIT_BROKER_LOST, text[-3000:]
+    assert "last checkpoints {" in text, text[-2000:]
+
+    second, _, second_log = lost.start_worker()
+    try:
+        results = lost.waiter.wait(180, alive=lambda: second.poll() is None)
+    except BaseException:
+        print(second_log.read_text(errors="replace")[-4000:])
+        raise
+    restored = second_log.read_text(errors="replace")
+    assert f"restored stream {lost.config.stream} from checkpoint" in restored, restored[-2000:]
+    assert without(results) == lost.reference()
