@@ -439,6 +439,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parse_args(parser, settings_schema(parser), argv)
+    if getattr(args, "config_source", None) is not None and args.command != "config":
+        from_file = sorted(d for d, src in args.config_sources.items() if src.kind == "file")
+        print(
+            f"streameval {args.command}: config file {args.config} ({args.config_source}) "
+            f"sets {', '.join(from_file) or 'nothing here'}; `streameval config show "
+            f"{args.command}` lists every value and its source",
+            file=sys.stderr,
+        )
     try:
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:

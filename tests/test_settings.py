@@ -261,7 +261,7 @@ def test_example_file_loads_and_drives_run() -> None:
     assert args.learner == ["nochange", "nb", "ta:ht"]
 
 
-def test_run_from_file_equals_run_from_flags(tmp_path: Path, monkeypatch) -> None:
+def test_run_from_file_equals_run_from_flags(tmp_path: Path, monkeypatch, capsys) -> None:
     """The same experiment from a config file and from flags: the same results JSON."""
     monkeypatch.chdir(tmp_path)
     flags = [
@@ -277,6 +277,8 @@ def test_run_from_file_equals_run_from_flags(tmp_path: Path, monkeypatch) -> Non
         'reeval_k = 5\nbins = 8\ndetectors = ["ph"]\nno_progress = true\njson = "file.json"\n',
     )
     assert main(["evaluate", "--config", path]) == 0
+    err = capsys.readouterr().err
+    assert f"config file {path} (flag --config) sets bins, dataset, delay, detector," in err
     a = json.loads((tmp_path / "flags.json").read_text())
     b = json.loads((tmp_path / "file.json").read_text())
     a.pop("runtime", None), b.pop("runtime", None)
