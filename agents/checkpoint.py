@@ -113,7 +113,11 @@ class CheckpointReader:
         """Take one part; ``ValueError`` (or ``KeyError``, ``TypeError``) for a malformed one."""
         stream, cid = str(message["stream"]), int(message["id"])
         part, parts = int(message["part"]), int(message["parts"])
-        asm = self._open.get((stream, cid)) or _Assembly(cid, parts, str(message["hmac"]))
+        asm = self._open.get((stream, cid))
+        if asm is None or asm.hmac != str(message["hmac"]):
+            # a new checkpoint, or the same id written again after a worker died before
+            # the broker had all the parts of its first writing (those parts are dropped)
+            asm = _Assembly(cid, parts, str(message["hmac"]))
         if not 0 <= part < asm.parts or parts != asm.parts:
             raise ValueError(f"checkpoint {stream!r}/{cid}: part {part} of {parts} does not fit")
         self._open[(stream, cid)] = asm

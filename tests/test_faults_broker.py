@@ -344,3 +344,26 @@ def test_broker_lost_past_the_timeout_a_restart_resumes_identically(lost) -> Non
     restored = second_log.read_text(errors="replace")
     assert f"restored stream {lost.config.stream} from checkpoint" in restored, restored[-2000:]
     assert without(results) == lost.reference()
+
+
+def test_a_checkpoint_id_written_again_after_a_partial_one_is_read_whole(monkeypatch) -> None:
+    """A worker that exits while the broker holds only some parts of checkpoint N leaves them
+    on the topic; its successor restores N - 1 and writes its own N. That one is read whole
+    (not mixed with the stale parts, whose HMAC it does not share) and restores."""
+    import random
+
+    import agents.checkpoint as ckpt
+
+    key = b"k" * 32
+    monkeypatch.setattr(ckpt, "PART_BYTES", 200)
+    rng = random.Random(7)
+    states = [rng.randbytes(n) for n in (900, 1500, 900)]  # incompressible
+    stale = ckpt.to_messages("s", 5, *ckpt.dumps(states[0], key))
+    fresh = ckpt.to_messages("s", 5, *ckpt.dumps(states[1], key))
+    same_size = ckpt.to_messages("t", 5, *ckpt.dumps(states[2], key))
+    assert 2 < len(stale) == len(same_size) < len(fresh)
+    reader = ckpt.CheckpointReader()
+    for message in [*stale[:2], *fresh, *[{**m, "stream": "t"} for m in stale[:2]], *same_size]:
+        reader.add(message)
+    assert reader.load("s", key) == states[1]
+    assert reader.load("t", key) == states[2]
