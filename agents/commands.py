@@ -300,39 +300,46 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from agents.worker import PRODUCER_DEFAULTS
 
     checkpoints: dict[str, int] = {}
-    health, _ = watch_broker(
+    health, monitor = watch_broker(
         settings.confluent_config(),
         broker_timeout(args.broker_timeout),
         describe=lambda: f"last checkpoints {checkpoints}" if checkpoints else "no checkpoint yet",
     )
-    producer = Producer(
-        {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
-         "error_cb": health.on_kafka_error}
-    )  # fmt: skip
-    worker = StreamWorker(
-        settings,
-        key=checkpoint_key(),
-        checkpoint_every=args.checkpoint_every,
-        orphan_ttl=args.orphan_ttl,
-        idle_timeout=args.idle_timeout,
-        park_timeout=args.park_timeout,
-        producer=producer,
-    )
-    checkpoints = worker.checkpoint_ids
-    restored = worker.restore()
-    print(
-        f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
-        f"checkpoints of {restored} stream(s) found",
-        file=sys.stderr,
-        flush=True,
-    )
-    app = create_app(
-        settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
-        health=health,
-    )  # fmt: skip
-    run_app(
-        app, web=args.web, web_host=args.web_host, web_port=args.web_port, loglevel=args.loglevel
-    )
+    try:
+        producer = Producer(
+            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
+             "error_cb": health.on_kafka_error}
+        )  # fmt: skip
+        worker = StreamWorker(
+            settings,
+            key=checkpoint_key(),
+            checkpoint_every=args.checkpoint_every,
+            orphan_ttl=args.orphan_ttl,
+            idle_timeout=args.idle_timeout,
+            park_timeout=args.park_timeout,
+            producer=producer,
+        )
+        checkpoints = worker.checkpoint_ids
+        restored = worker.restore()
+        print(
+            f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
+            f"checkpoints of {restored} stream(s) found",
+            file=sys.stderr,
+            flush=True,
+        )
+        app = create_app(
+            settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
+            health=health,
+        )  # fmt: skip
+        run_app(
+            app,
+            web=args.web,
+            web_host=args.web_host,
+            web_port=args.web_port,
+            loglevel=args.loglevel,
+        )
+    finally:  # a worker that stops (or fails to start) stops watching its broker
+        monitor.stop()
     return 0
 
 

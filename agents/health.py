@@ -280,6 +280,8 @@ class BrokerMonitor(threading.Thread):
             remaining = h.timeout - h.down_for() if not h.ok else h.timeout
             began = (h.clock(), h.monotonic())
             error = self.probe(max(0.1, min(self.probe_timeout, remaining)))
+            if self.stopped.is_set():
+                return
             if error is None:
                 if not h.ok:
                     log.warning(
