@@ -179,6 +179,9 @@ class Experiment:
         self.last_ts = 0.0
         self.ended = False
         self.curves = CurveRecorder()  # the periodic snapshots, for results()["curves"]
+        # d_D of the histories met at the current label: equal histories (No-Change the
+        # learner and the reference, Majority likewise) are binned once
+        self._seen_bins: list[tuple[list, list]] = []
 
     # -- construction -----------------------------------------------------------------------
 
@@ -336,6 +339,7 @@ class Experiment:
         # prediction: every learner would predict the same again (immediate labels).
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
 
+        self.__dict__.setdefault("_seen_bins", []).clear()
         per_bins: list[Any] = []
         maj_bins: list[Any] = []
         if self.classification:
@@ -349,12 +353,12 @@ class Experiment:
             if reeval:
                 per_bins = [
                     per_first,
-                    *dominant_per_bin(inst.history[PER], inst.ts, ev.ts, B),
+                    *self._dominant(inst.history[PER], inst.ts, ev.ts, B),
                     per_final,
                 ]
                 maj_bins = [
                     maj_first,
-                    *dominant_per_bin(inst.history[MAJ], inst.ts, ev.ts, B),
+                    *self._dominant(inst.history[MAJ], inst.ts, ev.ts, B),
                     maj_final,
                 ]
 
@@ -381,7 +385,7 @@ class Experiment:
                     for a in slot.auc.values():
                         a.update(scores[i], y == self.config.positive)
                 if reeval:
-                    preds = [first, *dominant_per_bin(history, inst.ts, ev.ts, B), final]
+                    preds = [first, *self._dominant(history, inst.ts, ev.ts, B), final]
                     for b in slot.binned.values():
                         b.update(y, preds, per_bins, maj_bins)
                 error = 0.0 if first == y else 1.0
@@ -467,6 +471,17 @@ class Experiment:
     def _record_each(self, due: list[Any], key: str, ts: float, preds: list[Any]) -> int:
         """Regression values are recorded one by one (compaction compares floats)."""
         return sum(self.buffer.record(d.uid, key, ts, y) for d, y in zip(due, preds, strict=True))
+
+    def _dominant(self, history: list, t_start: float, t_end: float, n_bins: int) -> list[Any]:
+        """``dominant_per_bin`` of ``history``, reused for an equal history of the same
+        instance (the callers all pass this label's waiting period)."""
+        seen = self.__dict__.setdefault("_seen_bins", [])
+        for other, bins in seen:
+            if other == history:
+                return bins
+        bins = dominant_per_bin(history, t_start, t_end, n_bins)
+        seen.append((history, bins))
+        return bins
 
     def _compare(self, errors: list[float]) -> None:
         for pair in self._pairs:

@@ -55,7 +55,7 @@ import operator
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from river import tree as river_tree
@@ -256,6 +256,18 @@ class NumericFrame:
             index.update(zip(shape.numeric_keys, range(len(shape.numeric_keys)), strict=True))
             return _Layout(shape, list(range(len(shape.numeric_keys))))
         return _Layout(shape, [index.setdefault(k, len(index)) for k in shape.numeric_keys])
+
+
+class RowKey(NamedTuple):
+    """Where the instances of a batch live in a pending buffer's feature matrix
+    (:class:`pipeline.reeval.rows.FeatureRows`): the matrix's ``source`` id,
+    each instance's ``rows`` and the ``stamps`` of their contents (a row gets
+    a new stamp whenever it is written). Batch code may keep per-row results
+    under it."""
+
+    source: int
+    rows: np.ndarray
+    stamps: np.ndarray
 
 
 _scratch = threading.local()

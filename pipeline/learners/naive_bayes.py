@@ -43,12 +43,58 @@ from typing import Any
 import numpy as np
 from river import base, compose, naive_bayes, preprocessing
 
-from pipeline.learners.batch import NumericFrame, argmax_log_rows, exp_list, row_sums, scratch
+from pipeline.learners.batch import (
+    NumericFrame,
+    RowKey,
+    argmax_log_rows,
+    exp_list,
+    row_sums,
+    scratch,
+)
 
 #: River's ``GaussianNB`` adds this to every density before taking its log.
 PDF_EPS = 10e-10
 LOG_PDF_EPS = math.log(PDF_EPS)
 SQRT_TAU = math.sqrt(2.0 * math.pi)
+
+
+class _RowSums:
+    """Per row of a pending buffer's feature matrix and per class, the numeric
+    log-likelihood sum last computed, and at which class count.
+
+    ``GaussianNB`` changes the Gaussians of class ``c`` only when it learns an
+    instance of ``c`` (which adds one to ``class_counts[c]``), so a sum made at
+    the current count of its class, for the same row contents (``stamps``, see
+    :class:`~pipeline.reeval.rows.FeatureRows`), is exactly what computing it
+    again would give. With ``K`` labels between two predictions of a pending
+    instance, only the classes among those labels are computed again.
+    """
+
+    def __init__(self, source: int, features: tuple[str, ...]) -> None:
+        self.source = source
+        self.features = features
+        self.column: dict[Hashable, int] = {}
+        self.sums = np.zeros((0, 0))
+        self.counts = np.zeros((0, 0), dtype=np.int64)
+        self.stamps = np.zeros(0, dtype=np.int64)
+
+    def columns(self, classes: Sequence[Hashable], n_rows: int) -> np.ndarray:
+        """The columns of ``classes`` (new ones added), with room for ``n_rows`` rows."""
+        for c in classes:
+            if c not in self.column:
+                self.column[c] = len(self.column)
+        rows, width = self.sums.shape
+        need_rows, need_width = max(rows, n_rows), max(width, len(self.column))
+        if (need_rows, need_width) != (rows, width):
+            need_rows = max(need_rows, 2 * rows)
+            sums = np.zeros((need_rows, need_width))
+            counts = np.full((need_rows, need_width), -1, dtype=np.int64)
+            stamps = np.full(need_rows, -1, dtype=np.int64)
+            sums[:rows, :width] = self.sums
+            counts[:rows, :width] = self.counts
+            stamps[:rows] = self.stamps
+            self.sums, self.counts, self.stamps = sums, counts, stamps
+        return np.array([self.column[c] for c in classes], dtype=np.intp)
 
 
 def _normalise(jll: np.ndarray) -> np.ndarray:
@@ -145,19 +191,24 @@ class MixedNB(base.Classifier):
         return classes, _normalise(jll)
 
     def predict_labels_batch(
-        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None
+        self,
+        xs: Sequence[dict[str, Any]],
+        frame: NumericFrame | None = None,
+        key: RowKey | None = None,
     ) -> list[Hashable | None] | None:
         """The most probable class of each instance (``argmax`` of
         :meth:`predict_proba_table`'s rows), normalising only the rows where
         the two best classes are close (:func:`~pipeline.learners.batch.argmax_log_rows`);
-        ``None`` when :meth:`predict_proba_table` is ``None``."""
-        table = self._log_likelihood_table(xs, frame)
+        ``None`` when :meth:`predict_proba_table` is ``None``. ``key``: the rows
+        of ``xs`` in the pending buffer's feature matrix, whose per-class sums
+        are then reused (:meth:`_numeric_log_likelihoods`)."""
+        table = self._log_likelihood_table(xs, frame, key)
         if table is None:
             return None
         return argmax_log_rows(*table, _normalise)
 
     def _log_likelihood_table(
-        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None
+        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None, key: RowKey | None = None
     ) -> tuple[list[Hashable], np.ndarray] | None:
         """The classes and the joint log-likelihoods ``(n, K)``, finite, or ``None``."""
         counts = self.gaussian.class_counts
@@ -172,26 +223,66 @@ class MixedNB(base.Classifier):
         classes = list(counts)
         total = sum(counts.values())
         prior = np.array([math.log(counts[c] / total) for c in classes])
-        numeric = self._numeric_log_likelihoods(frame, classes)
+        numeric = self._numeric_log_likelihoods(frame, classes, key)
         jll = prior + numeric
         jll = self._add_categorical(jll, frame, classes)
         if not np.isfinite(jll).all():
             return None
         return classes, jll
 
-    def _numeric_log_likelihoods(self, frame: NumericFrame, classes: list[Hashable]) -> np.ndarray:
+    def _numeric_log_likelihoods(
+        self, frame: NumericFrame, classes: list[Hashable], key: RowKey | None = None
+    ) -> np.ndarray:
         """``sum`` over the numeric features of each instance of river's
-        ``log(1e-9 + pdf)``, shape ``(n, K)``."""
+        ``log(1e-9 + pdf)``, shape ``(n, K)``.
+
+        With ``key`` (the batch's rows in the pending buffer's feature matrix),
+        the sums are kept per row and class and only those of the classes
+        learned since a row was last predicted are computed again (see
+        :class:`_RowSums`).
+        """
         n, k = frame.values.shape[0], len(classes)
-        features = list(frame.index)
+        features = tuple(frame.index)
         if not features:
             return np.zeros((n, k))
-        mean, sigma = self._gaussian_parameters(tuple(features), tuple(classes))
+        mean, sigma = self._gaussian_parameters(features, tuple(classes))
+        if key is None:
+            return self._numeric_block(frame.values, frame.present, mean, sigma)
+        cache = self.__dict__.get("_row_sums")
+        if (
+            not isinstance(cache, _RowSums)
+            or cache.source != key.source
+            or (cache.features != features)
+        ):
+            cache = self.__dict__["_row_sums"] = _RowSums(key.source, features)
+        counts = np.array([self.gaussian.class_counts[c] for c in classes], dtype=np.int64)
+        cols = cache.columns(classes, int(key.rows.max()) + 1)
+        rows = key.rows
+        known = cache.counts[rows[:, None], cols[None, :]]  # (n, K)
+        stale = (known != counts[None, :]) | (cache.stamps[rows] != key.stamps)[:, None]
+        if stale.any():
+            need_c = np.flatnonzero(stale.any(axis=0))
+            need_r = np.flatnonzero(stale.any(axis=1))
+            block = self._numeric_block(
+                frame.values[need_r], frame.present[need_r], mean[:, need_c], sigma[:, need_c]
+            )
+            where_r, where_c = rows[need_r][:, None], cols[need_c][None, :]
+            cache.sums[where_r, where_c] = block
+            cache.counts[where_r, where_c] = counts[need_c][None, :]
+            cache.stamps[rows[need_r]] = key.stamps[need_r]
+        return cache.sums[rows[:, None], cols[None, :]]
+
+    def _numeric_block(
+        self, values_: np.ndarray, present_: np.ndarray, mean: np.ndarray, sigma: np.ndarray
+    ) -> np.ndarray:
+        """The sums of :meth:`_numeric_log_likelihoods` for rows ``values_`` (with
+        ``present_``) and the classes of ``mean`` and ``sigma`` (``(F, K, 1)``)."""
+        n, k, f = values_.shape[0], mean.shape[1], mean.shape[0]
         out = np.empty((n, k))
         for start in range(0, n, self.chunk):
             stop = min(n, start + self.chunk)
-            values = frame.values[start:stop].T[:, None, :]  # (F, 1, rows)
-            ll = scratch("mixed-nb", (len(features), k, stop - start))
+            values = values_[start:stop].T[:, None, :]  # (F, 1, rows)
+            ll = scratch("mixed-nb", (f, k, stop - start))
             # River: log(1e-9 + exp(-0.5 * z * z) / sqrt(2 pi) / sigma), z = (x - mu) / sigma.
             with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                 np.subtract(values, mean, out=ll)
@@ -203,10 +294,15 @@ class MixedNB(base.Classifier):
                 np.divide(ll, sigma, out=ll)
                 np.add(ll, PDF_EPS, out=ll)
                 np.log(ll, out=ll)
-            present = frame.present[start:stop].T
+            present = present_[start:stop].T
             if not present.all():
                 np.multiply(ll, present[:, None, :], out=ll)  # absent features add nothing
-            out[start:stop] = np.add.reduce(ll, axis=0).T
+            if k * (stop - start) == 1:
+                # numpy would sum a lone column pairwise; every other shape (and river)
+                # adds the features one after the other: so does this
+                out[start:stop] = sum(ll.ravel().tolist())
+            else:
+                out[start:stop] = np.add.reduce(ll, axis=0).T
         return out
 
     def _gaussian_parameters(

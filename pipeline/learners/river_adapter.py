@@ -180,7 +180,8 @@ class RiverClassifier(ProbaMixin):
         ranked = getattr(model, "predict_labels_batch", None)
         if ranked is not None and not isinstance(model, compose.Pipeline):
             batch, frame = _clean_batch(xs)
-            got = ranked(batch, frame)
+            key = getattr(xs, "key", None) if getattr(xs, "frame", None) is frame else None
+            got = ranked(batch, frame, key) if key is not None else ranked(batch, frame)
             if got is not None:
                 return got  # type: ignore[no-any-return]
             return [argmax(self.predict_proba_one(x)) for x in xs]

@@ -329,13 +329,17 @@ class PendingBuffer:
         simple = {label.__class__ for label in labels} <= _SIMPLE
         if arrays is None or insts[0].row < 0 or not simple:
             return self._record_each(insts, key, ts, labels)
-        codes_of = self._codes
-        try:
-            codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
-        except KeyError:
-            for label in labels:
-                self._code(label)
-            codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
+        codes: np.ndarray | int
+        if labels.count(labels[0]) == n:  # one label for all (the baselines' rounds)
+            codes = self._code(labels[0])
+        else:
+            codes_of = self._codes
+            try:
+                codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
+            except KeyError:
+                for label in labels:
+                    self._code(label)
+                codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
         if rows is None:
             rows = self.rows_of(insts)
         last_code, last_ts = arrays
@@ -346,7 +350,7 @@ class PendingBuffer:
         for j in changed.tolist():
             insts[j].history[key].append((ts, labels[j]))
         where = rows[changed]
-        last_code[where] = codes[changed]
+        last_code[where] = codes if isinstance(codes, int) else codes[changed]
         last_ts[where] = ts
         self.n_entries_held += len(changed)
         return len(changed)

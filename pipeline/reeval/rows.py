@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from pipeline.learners.batch import NumericFrame, is_number_type
+from pipeline.learners.batch import NumericFrame, RowKey, is_number_type
 
 #: Rows of a new store; the matrix doubles when full.
 INITIAL_ROWS = 64
@@ -67,16 +68,26 @@ class PendingRows(list):  # type: ignore[type-arg]
     read ``frame`` (``NumericFrame`` of the cleaned instances, ``None`` when
     the dict code must decide) and ``needs_clean`` (whether some instance has a
     missing value that :func:`~pipeline.learners.river_adapter.clean` would
-    drop). A slice or a copy is a plain list, without the view.
+    drop) and ``key`` (the rows and their content stamps, under which
+    learners may keep per-row results). A slice or a copy is a plain list,
+    without the view.
     """
 
     frame: NumericFrame | None
     needs_clean: bool
+    key: RowKey | None
 
-    def __init__(self, xs: Sequence[Any], frame: NumericFrame | None, needs_clean: bool) -> None:
+    def __init__(
+        self,
+        xs: Sequence[Any],
+        frame: NumericFrame | None,
+        needs_clean: bool,
+        key: RowKey | None = None,
+    ) -> None:
         super().__init__(xs)
         self.frame = frame
         self.needs_clean = needs_clean
+        self.key = key
 
 
 class FeatureRows:
@@ -101,6 +112,9 @@ class FeatureRows:
         self.present = np.zeros((capacity, 0), dtype=bool)
         self.odd = np.zeros(capacity, dtype=bool)
         self.dirty = np.zeros(capacity, dtype=bool)  # some value is missing (clean drops it)
+        self.stamps = np.zeros(capacity, dtype=np.int64)  # a new one at every write of the row
+        self._stamp = 0
+        self.uid = uuid.uuid4().int & (2**62 - 1)  # tells learners' per-row caches apart
         self.strings: list[list[tuple[str, str]]] = [[] for _ in range(capacity)]
         self.n_text_rows = 0  # rows in use or free whose strings list is not empty
         self._free: list[int] = []
@@ -139,6 +153,8 @@ class FeatureRows:
 
     def write(self, row: int, x: Any) -> None:
         """(Over)write ``row`` with the features ``x``."""
+        self._stamp += 1
+        self.stamps[row] = self._stamp
         values, present = self.values, self.present
         present[row] = False
         if self.strings[row]:
@@ -219,6 +235,7 @@ class FeatureRows:
         self.present = np.concatenate([self.present, np.zeros((extra, width), dtype=bool)])
         self.odd = np.concatenate([self.odd, np.zeros(extra, dtype=bool)])
         self.dirty = np.concatenate([self.dirty, np.zeros(extra, dtype=bool)])
+        self.stamps = np.concatenate([self.stamps, np.zeros(extra, dtype=np.int64)])
         self.strings.extend([] for _ in range(extra))
 
     def _add_column(self, key: str) -> int:
@@ -261,4 +278,6 @@ class FeatureRows:
 
     def batch(self, xs: Sequence[Any], rows: Sequence[int] | np.ndarray) -> PendingRows:
         """``xs`` (the dicts of ``rows``, in order) with their numeric view."""
-        return PendingRows(xs, self.frame(rows), self.needs_clean(rows))
+        rows = np.asarray(rows, dtype=np.intp)
+        key = RowKey(self.uid, rows, self.stamps[rows])
+        return PendingRows(xs, self.frame(rows), self.needs_clean(rows), key)
