@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from river import tree as river_tree
 from river.proba import Gaussian
-from river.tree.nodes.branch import DTBranch
+from river.tree.nodes.branch import DTBranch, NumericBinaryBranch
 from river.tree.nodes.hatc_nodes import AdaBranchClassifier, AdaLeafClassifier
 from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNaiveBayesAdaptive
 from river.tree.splitter import GaussianSplitter
@@ -580,7 +580,7 @@ class TreeBatch:
         ):
             return [argmax(p) for p in self.predict(model, xs, frame)]
         frames = LazyFrame(xs, frame)
-        groups = self._groups(model, xs)
+        groups = self._groups(model, xs) if frame is None else self._groups_frame(model, xs, frame)
         template = {c: 0.0 for c in sorted(model.classes)}
         out: list[Hashable | None] = [None] * len(xs)
         for leaf, rows in groups.values():
@@ -635,6 +635,74 @@ class TreeBatch:
                     entry[1].append(i)
         else:
             groups[id(root)] = (root, list(range(len(xs))))
+        return groups
+
+    def _groups_frame(
+        self, model: Any, xs: Sequence[dict[str, Any]], frame: NumericFrame
+    ) -> dict[int, tuple[Any, list[int]]]:
+        """:meth:`_groups`, routing the rows through numeric binary branches
+        with one comparison per branch for all its rows (``frame`` must be
+        ``NumericFrame(xs)``).
+
+        A row goes left when ``x[feature] <= threshold``, to the most common
+        path when the feature is missing, as river's ``Branch.traverse``; any
+        other branch type, a feature that holds a ``str`` in some row, and an
+        integer too large for a float to compare exactly send the rows at that
+        branch through :meth:`_route` one by one.
+        """
+        root = model._root
+        if not isinstance(root, DTBranch):
+            return {id(root): (root, list(range(len(xs))))}
+        common: dict[int, Any] = {}
+        leaves: list[tuple[int, Any, np.ndarray]] = []
+        stack: list[tuple[Any, np.ndarray]] = [(root, np.arange(len(xs)))]
+        while stack:
+            node, rows = stack.pop()
+            if not isinstance(node, DTBranch):
+                leaves.append((int(rows[0]), node, rows))
+                continue
+            col = frame.index.get(node.feature, -1)
+            if type(node) is not NumericBinaryBranch or (node.feature in frame.text):
+                for i in rows.tolist():
+                    leaf = self._route(node, xs[i], common)
+                    leaves.append((i, leaf, np.array([i])))
+                continue
+            if col < 0:
+                present = np.zeros(len(rows), dtype=bool)
+                values = np.zeros(len(rows))
+            else:
+                present = frame.present[rows, col]
+                values = frame.values[rows, col]
+                if (np.abs(values[present]) >= 2.0**53).any():
+                    # a big int: river compares it exactly, a float may not
+                    for i in rows.tolist():
+                        leaf = self._route(node, xs[i], common)
+                        leaves.append((i, leaf, np.array([i])))
+                    continue
+            left = present & (values <= node.threshold)
+            right = present & ~left
+            missing = ~present
+            parts = [rows[left], rows[right]]
+            if missing.any():
+                key = id(node)
+                child = common.get(key)
+                if child is None:
+                    child = common[key] = node.most_common_path()[1]
+                side = 0 if child is node.children[0] else 1
+                parts[side] = np.sort(np.concatenate([parts[side], rows[missing]]))
+            for child, part in zip(node.children, parts, strict=True):
+                if len(part):
+                    stack.append((child, part))
+        leaves.sort(key=operator.itemgetter(0))
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for _, leaf, rows in leaves:
+            entry = groups.get(id(leaf))
+            if entry is None:
+                groups[id(leaf)] = (leaf, rows.tolist())
+            else:
+                entry[1].extend(rows.tolist())
+        for _, rows_list in groups.values():
+            rows_list.sort()
         return groups
 
     def _predict_plain(
