@@ -20,15 +20,17 @@ other work, load average 2-4):
   JSON (6 s), and the ``import[...]`` evaluate (20-45 s). Measured together with
   ``STREAMEVAL_README_SLOW=1``: 9 min for the whole file at load average 4-5 (``make run``
   228 s, ``run`` 109 s, the two natural-delay evaluates 55 s and 27 s, the dashboard 60 s);
-  inside ``make test`` the fast commands take ~2 minutes, most of it the dashboard run.
+  inside ``make test`` the fast commands take ~1 minute.
   CI: ~10 min of ``make test`` plus ~7 min of ``make readme-check``.
 * ``make bench`` is only named in the README's prose (its table's provenance), not in an
   ```sh block: at ~9 minutes it would take a third of CI's 30-minute budget, and
   ``tests/test_bench.py`` runs the same harness with ``--quick``. It is not run by CI.
 * The live-dashboard ``run --dashboard 6066`` replays at 20000 times event time (an hour
   for the whole stream): the test starts it as written, waits until
-  ``http://127.0.0.1:6066/dashboard`` serves the page and ``/api/metrics`` carries the
-  run's first snapshots, then interrupts it (skipped when port 6066 is taken).
+  ``http://127.0.0.1:6066/dashboard`` serves the page and ``/api/metrics`` answers, then
+  interrupts it (skipped when port 6066 is taken). Waiting for the first snapshot (500
+  labels: ~50 s more at that speed) is left to ``tests/test_dashboard.py``, which watches
+  the curves update in Chromium.
 * A block marked ``<!-- readme-test: ... -->`` is a template for the user's own Kafka
   cluster (``broker1:9093``, ``KAFKA_SASL_PASSWORD=...``): its ``export`` line is checked
   through ``streameval config show worker`` (the values arrive, the password is masked);
@@ -240,23 +242,21 @@ def run_dashboard(command: Command, cwd: Path, env: dict[str, str]) -> None:
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 240
-        page = snapshot = None
+        deadline = time.monotonic() + 180
+        page = api = None
         while time.monotonic() < deadline and proc.poll() is None:
             status, body = get(f"http://127.0.0.1:{port}/dashboard")
             if status == 200:
                 page = body
                 status, body = get(f"http://127.0.0.1:{port}/api/metrics")
-                streams = json.loads(body).get("streams", {}) if status == 200 else {}
-                for stream, block in streams.items():
-                    if stream.startswith("electricity-") and "nb" in str(block):
-                        snapshot = block
-                if snapshot:
+                if status == 200:
+                    api = json.loads(body)
                     break
-            time.sleep(2)
+            time.sleep(1)
         assert proc.poll() is None, log.read_text()[-3000:]
-        assert page is not None and b"<html" in page.lower()
-        assert snapshot, f"no metrics snapshot within 240 s:\n{log.read_text()[-3000:]}"
+        assert page is not None and b"<html" in page.lower(), log.read_text()[-3000:]
+        # the curves themselves, updating, are tests/test_dashboard.py's (in Chromium)
+        assert api is not None and "streams" in api and "health" in api, api
         assert f"dashboard: http://127.0.0.1:{port}/dashboard" in log.read_text()
     finally:
         if proc.poll() is None:
