@@ -258,18 +258,23 @@ class MixedNB(base.Classifier):
         counts = np.array([self.gaussian.class_counts[c] for c in classes], dtype=np.int64)
         cols = cache.columns(classes, int(key.rows.max()) + 1)
         rows = key.rows
-        known = cache.counts[rows[:, None], cols[None, :]]  # (n, K)
-        stale = (known != counts[None, :]) | (cache.stamps[rows] != key.stamps)[:, None]
-        if stale.any():
-            need_c = np.flatnonzero(stale.any(axis=0))
-            need_r = np.flatnonzero(stale.any(axis=1))
+        new = cache.stamps[rows] != key.stamps  # rows never computed with these contents
+        stale = cache.counts[rows[:, None], cols[None, :]] != counts[None, :]  # (n, K)
+        stale[new] = True
+        # Two blocks: the new rows, every class (an instance's first round); the others,
+        # the classes learned since their last round (the same for all of them: the rows
+        # of a round were last predicted together, K labels ago).
+        for need_r in (np.flatnonzero(new), np.flatnonzero(~new & stale.any(axis=1))):
+            if not len(need_r):
+                continue
+            need_c = np.flatnonzero(stale[need_r].any(axis=0))
             block = self._numeric_block(
                 frame.values[need_r], frame.present[need_r], mean[:, need_c], sigma[:, need_c]
             )
             where_r, where_c = rows[need_r][:, None], cols[need_c][None, :]
             cache.sums[where_r, where_c] = block
             cache.counts[where_r, where_c] = counts[need_c][None, :]
-            cache.stamps[rows[need_r]] = key.stamps[need_r]
+        cache.stamps[rows[new]] = key.stamps[new]
         return cache.sums[rows[:, None], cols[None, :]]
 
     def _numeric_block(

@@ -71,6 +71,7 @@ The buffer holds only plain containers and numpy arrays and is picklable
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -173,8 +174,9 @@ class PendingBuffer:
         self.n_predictions_held = 0
         self.n_entries_held = 0
         self.rows = FeatureRows()
-        # per key: (code of the last stored label, time of the last stored entry) per row
-        self._last: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # per key: the code of the last stored label of every row
+        self._last: dict[str, np.ndarray] = {}
+        self._max_ts = -math.inf  # the latest time of any stored entry
         self._codes: dict[Hashable, int] = {}
         self._labels: list[Hashable] = []
 
@@ -183,6 +185,7 @@ class PendingBuffer:
         if "rows" not in state:  # pickled before the feature rows existed: build them
             self.rows = FeatureRows(max(1, len(self._pending)))
             self._last, self._codes, self._labels = {}, {}, []
+            self._max_ts = -math.inf
             for inst in self._pending.values():
                 if self.k is None:
                     inst.row = -1
@@ -325,9 +328,13 @@ class PendingBuffer:
             raise ValueError(f"{n} instances but {len(labels)} labels")
         if not n:
             return 0
-        arrays = self._last.get(key)
-        simple = {label.__class__ for label in labels} <= _SIMPLE
-        if arrays is None or insts[0].row < 0 or not simple:
+        last_code = self._last.get(key)
+        if (
+            last_code is None
+            or insts[0].row < 0
+            or ts < self._max_ts  # some entry may be later: record() tells which
+            or not {label.__class__ for label in labels} <= _SIMPLE
+        ):
             return self._record_each(insts, key, ts, labels)
         codes: np.ndarray | int
         if labels.count(labels[0]) == n:  # one label for all (the baselines' rounds)
@@ -342,16 +349,15 @@ class PendingBuffer:
                 codes = np.fromiter(map(codes_of.__getitem__, labels), dtype=np.int64, count=n)
         if rows is None:
             rows = self.rows_of(insts)
-        last_code, last_ts = arrays
         before = last_code[rows]
-        if (before < 0).any() or (ts < last_ts[rows]).any():
+        if before.min() < 0:
             return self._record_each(insts, key, ts, labels)
         changed = np.flatnonzero(codes != before) if self.compact else np.arange(n)
         for j in changed.tolist():
             insts[j].history[key].append((ts, labels[j]))
-        where = rows[changed]
-        last_code[where] = codes if isinstance(codes, int) else codes[changed]
-        last_ts[where] = ts
+        last_code[rows[changed]] = codes if isinstance(codes, int) else codes[changed]
+        if len(changed):
+            self._max_ts = ts
         self.n_entries_held += len(changed)
         return len(changed)
 
@@ -378,32 +384,27 @@ class PendingBuffer:
             self._labels.append(label)
         return code
 
-    def _arrays(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """The last-entry arrays of ``key``, as long as the feature matrix."""
+    def _codes_of(self, key: str) -> np.ndarray:
+        """The last-label codes of ``key``, as long as the feature matrix."""
         size = self.rows.capacity
-        arrays = self._last.get(key)
-        if arrays is None:
-            arrays = (np.full(size, _NO_ENTRY, dtype=np.int64), np.full(size, -np.inf))
-            self._last[key] = arrays
-        elif len(arrays[0]) < size:
-            extra = size - len(arrays[0])
-            arrays = (
-                np.concatenate([arrays[0], np.full(extra, _NO_ENTRY, dtype=np.int64)]),
-                np.concatenate([arrays[1], np.full(extra, -np.inf)]),
-            )
-            self._last[key] = arrays
-        return arrays
+        codes = self._last.get(key)
+        if codes is None:
+            codes = self._last[key] = np.full(size, _NO_ENTRY, dtype=np.int64)
+        elif len(codes) < size:
+            extra = np.full(size - len(codes), _NO_ENTRY, dtype=np.int64)
+            codes = self._last[key] = np.concatenate([codes, extra])
+        return codes
 
     def _remember(self, key: str, row: int, ts: float, label: Any) -> None:
         """``(ts, label)`` is now the last entry of ``key`` for ``row``."""
-        codes, times = self._arrays(key)
-        codes[row] = self._code(label) if label.__class__ in _SIMPLE else _COMPLEX
-        times[row] = ts
+        self._codes_of(key)[row] = self._code(label) if label.__class__ in _SIMPLE else _COMPLEX
+        if ts > self._max_ts:
+            self._max_ts = ts
 
     def _reset_row(self, row: int) -> None:
         """A row given to a new instance: no key has predicted for it yet."""
         for key in self._last:
-            self._arrays(key)[0][row] = _NO_ENTRY
+            self._codes_of(key)[row] = _NO_ENTRY
 
     def due(self, n_labels: int) -> list[PendingInstance]:
         """The instances to re-predict now that ``n_labels`` labels have been seen.
