@@ -19,7 +19,9 @@ successor must know how far the dead worker got on each output topic:
   when the worker started -- Tansu's watermarks lag behind the records, which
   only makes the bound lower);
 * on restore the worker reads each output topic from that offset to its end
-  (:func:`scan_emitted`) and keeps the highest ``seq`` of the stream found there.
+  (:func:`scan_emitted`) and keeps the highest ``seq`` of the stream found there
+  (a predictions message is a JSON array of predictions, each with its own
+  ``seq``; a single object is read as well).
   An output produced again with a ``seq`` at or below it was delivered before
   the crash: it is published again, flagged ``"duplicate": true``, and counted.
 
@@ -170,11 +172,15 @@ def scan_emitted(
                 continue
             try:
                 value = json.loads(msg.value())
-                seq = value["seq"] if isinstance(value, dict) else None
-            except (ValueError, KeyError, TypeError):
+            except ValueError:
                 continue
-            if isinstance(seq, int) and value.get("stream") == stream:
-                kind = kind_of[msg.topic()]
-                found[kind] = max(found.get(kind, -1), seq)
+            # a predictions message is a JSON array of predictions (seq in order), or one object
+            for item in value if isinstance(value, list) else [value]:
+                if not isinstance(item, dict):
+                    continue
+                seq = item.get("seq")
+                if isinstance(seq, int) and item.get("stream") == stream:
+                    kind = kind_of[msg.topic()]
+                    found[kind] = max(found.get(kind, -1), seq)
     finally:
         consumer.close()

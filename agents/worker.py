@@ -53,6 +53,9 @@ PRODUCER_DEFAULTS = {
     "acks": "all",
     "partitioner": "murmur2_random",
 }
+#: Most predictions one predictions-topic message carries (a JSON array, like packed input):
+#: well under ``schemas.MAX_PACKED_EVENTS`` and, at ~150 bytes each, under 1 MiB.
+PREDICTIONS_PER_MESSAGE = 500
 
 
 class StreamWorker:
@@ -95,6 +98,8 @@ class StreamWorker:
         self.positions = OutputPositions()
         # per restored stream: output kind -> highest seq already on that topic
         self.emitted: dict[str, dict[str, int]] = {}
+        # predictions made since the last flush, per stream: published in bulk
+        self.pending_predictions: dict[str, list[dict[str, Any]]] = {}
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -159,6 +164,7 @@ class StreamWorker:
         for index, message in enumerate(messages):
             event = event_from_dict(message)
             self._route(kind, event, topic, partition, offset, index)
+        self.flush_predictions()
 
     def _define(
         self, raw: bytes | None, key: bytes | None, topic: str, partition: int, offset: int
@@ -242,7 +248,9 @@ class StreamWorker:
     # -- output ---------------------------------------------------------------------------
 
     def _produce(self, topic: str, key: str, value: dict[str, Any]) -> None:
-        data = encode(clean(value))
+        self._produce_raw(topic, key, encode(clean(value)))
+
+    def _produce_raw(self, topic: str, key: str, data: bytes) -> None:
         while True:
             try:
                 self.producer.produce(topic, data, key.encode("utf-8"), on_delivery=self._delivered)
@@ -261,11 +269,16 @@ class StreamWorker:
             self.positions.delivered(msg.topic(), msg.partition(), offset)
 
     def _publish(self, outputs: list[Output], runner: StreamRunner) -> None:
-        """Produce ``outputs`` of ``runner`` (numbered from ``runner.n_outputs - len``)."""
+        """Produce ``outputs`` of ``runner`` (numbered from ``runner.n_outputs - len``).
+
+        Predictions are collected and published in bulk by :meth:`flush_predictions`
+        (one message per input message, at most :data:`PREDICTIONS_PER_MESSAGE` each);
+        the other outputs are produced one message each, at once.
+        """
         seq = runner.n_outputs - len(outputs)
         for out in outputs:
-            if isinstance(out, PredictionEvent):
-                self._produce_output("predictions", out.stream, out.to_dict(), seq, runner)
+            if type(out) is PredictionEvent:
+                self._collect_prediction(out, seq, runner)
             elif isinstance(out, MetricSnapshot):
                 self._produce_output("metrics", out.stream, out.to_dict(), seq, runner)
             elif isinstance(out, DriftEvent):
@@ -274,6 +287,33 @@ class StreamWorker:
         self.history.record(outputs)
         if outputs:
             self.producer.poll(0)
+
+    def _collect_prediction(self, out: PredictionEvent, seq: int, runner: StreamRunner) -> None:
+        value = out.to_dict()
+        y = value["y_pred"]
+        if type(y) is float and y - y != 0.0:  # NaN/infinity: null on the wire
+            value["y_pred"] = None
+        value["seq"] = seq
+        emitted = self.emitted.get(out.stream)
+        if emitted and seq <= emitted.get("predictions", -1):
+            value["duplicate"] = True
+            runner.n_duplicates_marked += 1
+        pending = self.pending_predictions.get(out.stream)
+        if pending is None:
+            self.pending_predictions[out.stream] = [value]
+        else:
+            pending.append(value)
+
+    def flush_predictions(self) -> None:
+        """Produce the collected predictions: a JSON array per stream and chunk, in seq order."""
+        if not self.pending_predictions:
+            return
+        topic = self.output_topics["predictions"]
+        for stream, values in self.pending_predictions.items():
+            for i in range(0, len(values), PREDICTIONS_PER_MESSAGE):
+                self._produce_raw(topic, stream, encode(values[i : i + PREDICTIONS_PER_MESSAGE]))
+        self.pending_predictions = {}
+        self.producer.poll(0)
 
     def _produce_output(
         self, kind: str, stream: str, value: dict[str, Any], seq: int, runner: StreamRunner
@@ -287,6 +327,7 @@ class StreamWorker:
         self._produce(self.output_topics[kind], stream, value)
 
     def _publish_results(self, stream: str, runner: StreamRunner) -> None:
+        self.flush_predictions()  # every prediction is on its way before the results
         results = runner.results()
         results["ingest"] = runner.ingest_counts()
         seq = runner.take_seq()
@@ -357,6 +398,7 @@ class StreamWorker:
 
     def checkpoint(self) -> None:
         """Flush every output, then save every stream changed since the last checkpoint."""
+        self.flush_predictions()
         self.producer.flush(30)
         for stream in sorted(self.dirty):
             runner = self.runners.get(stream)
@@ -411,6 +453,7 @@ class StreamWorker:
                     for r in rejections:
                         self._reject(r, getattr(self.names, topic), -1, -1)
                 self.dirty.add(stream)
+        self.flush_predictions()
         self.producer.poll(0)
 
     @property

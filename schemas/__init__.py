@@ -10,6 +10,9 @@ Wire conventions
 ----------------
 * Value: one UTF-8 JSON object per message (compact separators), key: the
   stream id as UTF-8 bytes. At most :data:`MAX_MESSAGE_BYTES` per value.
+  Features, labels and predictions messages may instead be packed: a JSON
+  array of such objects (at most :data:`MAX_PACKED_EVENTS`), read with
+  :func:`decode_events`.
 * JSON has no NaN or infinity: :func:`decode` rejects the non-standard
   ``NaN``/``Infinity`` tokens Python would otherwise accept; a producer leaves a
   missing feature value out of ``x`` and writes ``null`` for an undefined metric.
@@ -457,7 +460,11 @@ MAX_PACKED_EVENTS = 10_000
 def decode_events(
     topic_kind: str, raw: bytes | bytearray | memoryview | str | None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Parse a features/labels message that carries one event or a packed array of events.
+    """Parse a message that carries one event or a packed array of events.
+
+    For the features and labels topics (packed replay messages) and the
+    predictions topic (the worker publishes a JSON array of predictions per
+    input message, each with its own ``seq`` and ``duplicate`` flag).
 
     Returns the valid events and one reason per invalid one (``"[i] reason"``
     for an element of a packed array). A message that is not JSON at all, or
@@ -490,7 +497,7 @@ def decode_events(
     return events, reasons
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: dict[str, Any] | list[Any]) -> bytes:
     """The wire form of ``message``: compact UTF-8 JSON; raises ``ValueError`` on NaN/infinity.
 
     >>> encode({"stream": "s", "x": {"a": 1.5}})

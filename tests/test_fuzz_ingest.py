@@ -121,6 +121,11 @@ class Harness:
             key.decode("utf-8")
             message = json.loads(value.decode("utf-8"))
             kind = KIND_OF_TOPIC[topic]
+            if kind == "predictions":  # an array of predictions, each valid on its own
+                assert isinstance(message, list) and message, message
+                items, reasons = decode_events(kind, value)
+                assert not reasons and len(items) == len(message), reasons
+                continue
             assert schemas.validate(kind, message) is None, (kind, message)
             if kind == "deadletter":
                 assert message["reason"] and message["kind"]
@@ -935,3 +940,53 @@ def test_runner_takes_valid_events_in_any_order_and_time(
     assert runner.finished
     account(runner)
     encode(clean(runner.results()))
+
+
+# -- predictions out in bulk ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("per_message", [500, 7])
+def test_predictions_are_published_in_bulk_each_with_its_own_seq(
+    data_dir: Any, monkeypatch: pytest.MonkeyPatch, per_message: int
+) -> None:
+    """One predictions message per input message (a JSON array, split at the size cap), and the
+    arrays laid end to end are exactly the predictions a runner fed the schedule makes, seq by
+    seq: bulk publishing changes the wire layout, not what is published nor its order."""
+    import agents.worker
+
+    monkeypatch.setattr(agents.worker, "PREDICTIONS_PER_MESSAGE", per_message)
+    e = electricity(data_dir)
+    h = Harness(checkpoint_every=10**9)
+    h.send("experiments", encode(e.config.to_dict()), b"valid")
+    sizes: list[int] = []
+    for message in e.messages:
+        before = len(h.producer.on("predictions"))
+        h.send(message.kind, message.value, b"valid")
+        made = h.producer.on("predictions")[before:]
+        assert all(isinstance(m, list) and 0 < len(m) <= per_message for m in made)
+        assert all(len(m) == per_message for m in made[:-1])  # only the last chunk is short
+        sizes.append(sum(len(m) for m in made))
+    h.check_outputs()
+    published = [p for m in h.producer.on("predictions") for p in m]
+
+    dataset, config = prepare(e.config, data_dir)
+    runner = StreamRunner(config)
+    expected = []
+    for event in schedule(config, dataset):
+        topics = (
+            ["features", "labels"]
+            if isinstance(event, EndOfStream)
+            else ["features" if isinstance(event, FeatureEvent) else "labels"]
+        )
+        for topic in topics:
+            outputs, _ = runner.push(topic, event)
+            seq = runner.n_outputs - len(outputs)
+            for o in outputs:
+                if type(o).__name__ == "PredictionEvent":
+                    expected.append({**json.loads(encode(clean(o.to_dict()))), "seq": seq})
+                seq += 1
+    assert published == expected
+    assert len(published) > len(e.messages)  # several predictions per message on average
+    assert sum(sizes) == len(published)
+    n_messages = len(h.producer.on("predictions"))
+    assert n_messages == sum(-(-s // per_message) for s in sizes if s)

@@ -133,7 +133,8 @@ def read_topics(settings, topics: list[str], idle: float = 1.5) -> list[tuple[st
             msg = consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
-            out.append((msg.topic(), json.loads(msg.value())))
+            value = json.loads(msg.value())  # a predictions message is an array of predictions
+            out += [(msg.topic(), v) for v in (value if isinstance(value, list) else [value])]
             last = time.monotonic()
         return out
     finally:
@@ -225,7 +226,8 @@ class TopicWatcher:
             msg = self.consumer.poll(0.05)
             if msg is None or msg.error():
                 continue
-            if found(msg.topic(), json.loads(msg.value())):
+            value = json.loads(msg.value())
+            if any(found(msg.topic(), v) for v in (value if isinstance(value, list) else [value])):
                 return
         raise TimeoutError("the kill point never came")
 
