@@ -28,6 +28,11 @@ from agents.config import KafkaSettings
 log = logging.getLogger(__name__)
 
 RESULTS_TIMEOUT = 600.0
+#: ``run``'s worker checkpoints every this many events (the worker's default is 20,000): it
+#: serves one run, which ends if it dies, so only its last checkpoint (written when it is idle
+#: for a second, and after the results) could ever be read. Pickling the runner every 20,000
+#: events stalled the agent for ~1 s of a 13 s electricity run.
+RUN_CHECKPOINT_EVERY = 1_000_000
 
 
 def _settings(args: argparse.Namespace) -> KafkaSettings:
@@ -111,14 +116,22 @@ def replay_dataset(
 
 
 class ResultsWaiter:
-    """Reads the metrics topic from its current end, waiting for one stream's results."""
+    """Reads the metrics topic from its current end, waiting for the results of some streams.
 
-    def __init__(self, settings: KafkaSettings, stream: str) -> None:
+    Create it before the experiments are submitted (it reads from the topic's end).
+    :meth:`wait` returns the results document of a single stream; :meth:`wait_all`
+    waits for every stream and tells when each results message was read.
+    """
+
+    def __init__(self, settings: KafkaSettings, *streams: str) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
         from agents.topics import TopicNames
 
-        self.stream = stream
+        if not streams:
+            raise ValueError("ResultsWaiter needs at least one stream")
+        self.streams = streams
+        self.stream = streams[0]
         topic = TopicNames.for_prefix(settings.topic_prefix).metrics
         self.consumer = Consumer(
             {
@@ -134,13 +147,33 @@ class ResultsWaiter:
             _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             parts.append(TopicPartition(topic, p, high))
         self.consumer.assign(parts)
-        self.snapshots = 0
+        self.snapshots = 0  # metric snapshots of the awaited streams read meanwhile
 
     def wait(self, timeout: float, alive: Callable[[], bool]) -> dict[str, Any]:
+        """The results document of the (single, or first) stream."""
+        return self.wait_all(timeout, alive, streams=(self.stream,))[self.stream][1]
+
+    def wait_all(
+        self,
+        timeout: float,
+        alive: Callable[[], bool],
+        *,
+        streams: tuple[str, ...] | None = None,
+    ) -> dict[str, tuple[float, dict[str, Any]]]:
+        """``stream -> (time.perf_counter() when its results were read, results)`` for all.
+
+        Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`RuntimeError`
+        when ``alive()`` turns false while nothing comes. Closes the consumer.
+        """
+        waiting = set(self.streams if streams is None else streams)
+        done: dict[str, tuple[float, dict[str, Any]]] = {}
         deadline = time.monotonic() + timeout
         try:
-            while time.monotonic() < deadline:
-                msg = self.consumer.poll(0.5)
+            while waiting:
+                if time.monotonic() > deadline:
+                    names = ", ".join(repr(s) for s in sorted(waiting))
+                    raise TimeoutError(f"no results for stream {names} within {timeout:.0f} s")
+                msg = self.consumer.poll(0.2)
                 if msg is None:
                     if not alive():
                         raise RuntimeError("the worker stopped before publishing the results")
@@ -148,12 +181,15 @@ class ResultsWaiter:
                 if msg.error():
                     continue
                 value = json.loads(msg.value())
-                if value.get("stream") != self.stream:
+                stream = value.get("stream")
+                if stream not in waiting:
                     continue
                 if value.get("kind") == "results":
-                    return value["results"]
-                self.snapshots += 1
-            raise TimeoutError(f"no results for stream {self.stream!r} within {timeout:.0f} s")
+                    done[stream] = (time.perf_counter(), value["results"])
+                    waiting.discard(stream)
+                else:
+                    self.snapshots += 1
+            return done
         finally:
             self.consumer.close()
 
@@ -195,15 +231,26 @@ def run_through_kafka(
     speed: float | None = None,
     timeout: float = RESULTS_TIMEOUT,
     worker_args: list[str] | None = None,
+    predictions: bool = False,
 ) -> dict[str, Any]:
-    """The whole ``run``: broker, topics, experiment, worker, replay, results."""
+    """The whole ``run``: broker, topics, worker, experiment, replay, results.
+
+    Without ``predictions`` the worker makes and publishes none (``--no-predictions``):
+    the results document is the same (it is ``evaluate``'s), the predictions topic stays
+    empty. ``worker_args`` come after ``run``'s own worker options and override them.
+
+    The worker starts as soon as its topics exist: its start-up (interpreter,
+    imports, Faust, the consumer group join -- several seconds) overlaps with
+    the submission of the experiment and the replay here (the worker reads
+    its topics from their beginning, so nothing it needs is missed).
+    """
     import secrets
 
     from agents.broker import broker_for
     from agents.topics import ensure_topics
     from pipeline.evaluate import prepare
 
-    _, config = prepare(config, data_dir)  # fails early on a missing dataset
+    _, config = prepare(config, data_dir)  # fails early on a missing dataset (lazy: ~10 ms)
     embedded = settings.embedded
     with broker_for(settings) as bootstrap:
         settings = settings.with_bootstrap(bootstrap)
@@ -217,13 +264,15 @@ def run_through_kafka(
         if data_dir:
             env["STREAMEVAL_DATA_DIR"] = str(data_dir)
         log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
-        waiter = ResultsWaiter(settings, config.stream)
-        submit_experiment(settings, config)
+        own = ["--checkpoint-every", str(RUN_CHECKPOINT_EVERY)]
+        own += [] if predictions else ["--no-predictions"]
         worker = start_worker(
-            settings, env, log_path=log_dir / "worker.log", extra_args=worker_args
+            settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
         )
         start = time.perf_counter()
-        try:
+        try:  # the waiter reads from the metrics topic's end: created before the experiment
+            waiter = ResultsWaiter(settings, config.stream)
+            submit_experiment(settings, config)
             stats = replay_dataset(
                 settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
             )
@@ -275,6 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         speed=args.speed,
         timeout=args.timeout,
         worker_args=worker_args,
+        predictions=args.predictions,
     )
     print_results(results)
     write_outputs(results, args)
@@ -317,6 +367,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             orphan_ttl=args.orphan_ttl,
             idle_timeout=args.idle_timeout,
             park_timeout=args.park_timeout,
+            predictions=not args.no_predictions,
             producer=producer,
         )
         checkpoints = worker.checkpoint_ids
@@ -416,6 +467,12 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         default=RESULTS_TIMEOUT,
         help="seconds to wait for the worker's results",
     )
+    p.add_argument(
+        "--predictions",
+        action="store_true",
+        help="also publish every prediction on the predictions topic (default: off; the "
+        "results need none of them and making them costs about a quarter of the worker's time)",
+    )
     _add_broker_timeout(p)
     p.set_defaults(handler=cmd_run)
 
@@ -444,6 +501,13 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         type=float,
         default=60.0,
         help="wall seconds events of an undefined stream wait before the deadletter",
+    )
+    p.add_argument(
+        "--no-predictions",
+        action="store_true",
+        help="streams this worker defines make no predictions topic output (metrics, drift "
+        "and results only; no test-then-train prediction at each label unless re-evaluation "
+        "needs it) (default: off, predictions published)",
     )
     _add_broker_timeout(p)
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")

@@ -71,6 +71,7 @@ class StreamWorker:
         idle_timeout: float = 30.0,
         park_limit: int = 100_000,
         park_timeout: float = 60.0,
+        predictions: bool = True,
         producer: Any = None,
     ) -> None:
         from confluent_kafka import Producer
@@ -83,6 +84,9 @@ class StreamWorker:
         self.idle_timeout = idle_timeout
         self.park_limit = park_limit
         self.park_timeout = park_timeout
+        # make and publish predictions for the streams this worker defines (a restored stream
+        # keeps the choice of the worker that defined it, and so its output numbering)
+        self.predictions = predictions
         self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
         self.runners: dict[str, StreamRunner] = {}
         self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int, int]]]] = {}
@@ -192,7 +196,9 @@ class StreamWorker:
                 )
             return
         try:
-            runner = StreamRunner(config, orphan_ttl=self.orphan_ttl)
+            runner = StreamRunner(
+                config, emit_predictions=self.predictions, orphan_ttl=self.orphan_ttl
+            )
         except (SpecError, ValueError) as exc:  # allow-listed learners and detectors only
             self._deadletter(
                 "bad_experiment", f"experiment refused: {exc}", topic, partition, offset, raw, key

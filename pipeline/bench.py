@@ -694,54 +694,6 @@ def _interleave(iterators: list[Iterator[Any]]) -> Iterator[Any]:
         live = nxt
 
 
-class _MultiWaiter:
-    """Reads the metrics topic from its current end until every stream has its results."""
-
-    def __init__(self, settings: Any, streams: Iterable[str]) -> None:
-        from confluent_kafka import Consumer, TopicPartition
-
-        from agents.topics import TopicNames
-
-        self.waiting = set(streams)
-        self.done: dict[str, tuple[float, dict[str, Any]]] = {}
-        topic = TopicNames.for_prefix(settings.topic_prefix).metrics
-        self.consumer = Consumer(
-            {
-                **settings.confluent_config(),
-                "group.id": f"bench-wait-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-            }
-        )
-        meta = self.consumer.list_topics(topic, timeout=10)
-        parts = []
-        for p in meta.topics[topic].partitions:
-            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            parts.append(TopicPartition(topic, p, high))
-        self.consumer.assign(parts)
-
-    def wait(self, timeout: float, alive: Callable[[], bool]) -> dict[str, tuple[float, Any]]:
-        deadline = time.monotonic() + timeout
-        try:
-            while self.waiting:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"no results for {sorted(self.waiting)} in {timeout} s")
-                msg = self.consumer.poll(0.1)
-                if msg is None:
-                    if not alive():
-                        raise RuntimeError("a worker stopped before publishing the results")
-                    continue
-                if msg.error():
-                    continue
-                value = json.loads(msg.value())
-                stream = value.get("stream")
-                if value.get("kind") == "results" and stream in self.waiting:
-                    self.done[stream] = (time.perf_counter(), value["results"])
-                    self.waiting.discard(stream)
-            return self.done
-        finally:
-            self.consumer.close()
-
-
 def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
     """Target 6: ``n_workers`` warm workers, ``n_streams`` concurrent streams, ``reps`` times.
 
@@ -755,7 +707,7 @@ def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
     import secrets
     import tempfile
 
-    from agents.commands import start_worker, stop_worker, submit_experiment
+    from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
     from agents.replay import PackedMessages, replay
     from agents.topics import ensure_topics
     from pipeline.config import ExperimentConfig
@@ -784,7 +736,7 @@ def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
         configs = [
             prepare(ExperimentConfig.from_dict({**base, "stream": sid}), data_dir) for sid in ids
         ]
-        waiter = _MultiWaiter(settings, ids)
+        waiter = ResultsWaiter(settings, *ids)
         for _, cfg in configs:
             submit_experiment(settings, cfg)
         cpu0 = [proc_cpu_seconds(w.pid) or 0.0 for w in workers]
@@ -796,7 +748,7 @@ def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
             progress=False,
         )
         replay_seconds = time.perf_counter() - start
-        done = waiter.wait(timeout, alive)
+        done = waiter.wait_all(timeout, alive)
         seconds = max(t for t, _ in done.values()) - start
         cpu = [(proc_cpu_seconds(w.pid) or 0.0) - c for w, c in zip(workers, cpu0, strict=True)]
         return {

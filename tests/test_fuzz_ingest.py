@@ -990,3 +990,20 @@ def test_predictions_are_published_in_bulk_each_with_its_own_seq(
     assert sum(sizes) == len(published)
     n_messages = len(h.producer.on("predictions"))
     assert n_messages == sum(-(-s // per_message) for s in sizes if s)
+
+
+def test_a_worker_without_predictions_publishes_none_and_the_same_results(data_dir: Any) -> None:
+    """``--no-predictions`` (what ``streameval run`` uses): no predictions message, and the
+    results document of ``evaluate`` all the same (re-evaluation on: its bins are unchanged)."""
+    e = electricity(data_dir)
+    h = Harness(checkpoint_every=10**9, predictions=False)
+    h.send("experiments", encode(e.config.to_dict()), b"valid")
+    for message in e.messages:
+        h.send(message.kind, message.value, b"valid")
+    h.worker.checkpoint()
+    h.check_outputs()
+    assert h.producer.on("predictions") == []
+    [results] = [m for m in h.producer.on("metrics") if m["kind"] == "results"]
+    assert comparable(results["results"]) == comparable(clean(e.reference))
+    # the outputs are numbered without predictions: snapshots, then the results message
+    assert results["seq"] == len(h.producer.on("metrics")) + len(h.producer.on("drift")) - 1
