@@ -243,7 +243,7 @@ def test_worker_killed_mid_run_ends_with_identical_results(
     and every output of the uninterrupted run on the topics exactly once without the
     ``duplicate`` flag; the flagged ones are true copies, as many as the results report.
 
-    during_replay: the replay (paced, ~10 s) is still writing when the worker dies, after
+    during_replay: the replay (paced, ~18 s) is still writing when the worker dies, after
     its first outputs; during_reeval_burst: the moment re-predictions of the second half of
     the stream appear; right_after_checkpoint: the moment the 4th checkpoint (the first is
     written when the stream is defined) is complete on its topic.
@@ -261,7 +261,7 @@ def test_worker_killed_mid_run_ends_with_identical_results(
     watcher = TopicWatcher(settings, [watched])
     first = start_worker(settings, env, log_path=tmp_path / "w1.log", extra_args=args)
     second = None
-    speed = 5e5 if point == "during_replay" else None  # 3000 half-hours in ~11 s
+    speed = 3e5 if point == "during_replay" else None  # 3000 half-hours in ~18 s
     replayer = threading.Thread(
         target=replay,
         args=(events, settings),
@@ -276,7 +276,7 @@ def test_worker_killed_mid_run_ends_with_identical_results(
             return value["id"] >= 4 and value["part"] == value["parts"] - 1
         if point == "during_reeval_burst":
             return value["kind"] == "repredict" and value["ts"] >= half_ts
-        return value["seq"] >= 2000  # during_replay: well into the stream
+        return value["seq"] >= 600  # during_replay: into the stream, early enough under load
 
     try:
         watcher.until(kill_point, 120, alive=lambda: first.poll() is None)
