@@ -141,9 +141,7 @@ class DashboardHistory:
         learners = self.streams.setdefault(stream, {})
         track = learners.get(learner)
         if track is None:
-            track = learners[learner] = _Track(
-                deque(maxlen=self.maxlen), deque(maxlen=self.maxlen)
-            )
+            track = learners[learner] = _Track(deque(maxlen=self.maxlen), deque(maxlen=self.maxlen))
         return track
 
     def record(self, outputs: Iterable[Any]) -> None:

@@ -420,8 +420,9 @@ def test_dashboard_updates_live_in_chromium(
         assert "streameval" in browser.title
 
         first = wait_for(
-            lambda: (r := browser.execute_script(CHART_POINTS)) and min(r["points"] or [0]) > 0
-            and r,
+            lambda: (
+                (r := browser.execute_script(CHART_POINTS)) and min(r["points"] or [0]) > 0 and r
+            ),
             30,
             "the first curves on the page",
             alive,

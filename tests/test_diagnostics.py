@@ -119,7 +119,12 @@ def test_electricity_labels(data_dir: Path) -> None:
 def test_covtype_labels(data_dir: Path) -> None:
     counts = Counter(load("covtype", data_dir).iter_labels())
     assert counts == {
-        "1": 211_840, "2": 283_301, "3": 35_754, "4": 2_747, "5": 9_493, "6": 17_367,
+        "1": 211_840,
+        "2": 283_301,
+        "3": 35_754,
+        "4": 2_747,
+        "5": 9_493,
+        "6": 17_367,
         "7": 20_510,
     }
     s = diagnose(load("covtype", data_dir))

@@ -95,8 +95,14 @@ def test_electricity_rows(data_dir: Path) -> None:
         "0",
         0.0,
         {
-            "date": 0.0, "day": "2", "period": 0.0, "nswprice": 0.056443, "nswdemand": 0.439155,
-            "vicprice": 0.003467, "vicdemand": 0.422915, "transfer": 0.414912,
+            "date": 0.0,
+            "day": "2",
+            "period": 0.0,
+            "nswprice": 0.056443,
+            "nswdemand": 0.439155,
+            "vicprice": 0.003467,
+            "vicdemand": 0.422915,
+            "transfer": 0.414912,
         },
         "UP",
     )
@@ -111,7 +117,10 @@ def test_covtype_rows(data_dir: Path) -> None:
     rows = list(ds.iter_instances(limit=3))
     x = rows[0].x
     assert [x["Elevation"], x["Aspect"], x["Slope"], x["Horizontal_Distance_To_Fire_Points"]] == [
-        2596.0, 51.0, 3.0, 6279.0,
+        2596.0,
+        51.0,
+        3.0,
+        6279.0,
     ]
     assert all(isinstance(v, float) for v in x.values())
     assert rows[0].y == "5" and [r.ts for r in rows] == [0.0, 1.0, 2.0]
@@ -123,7 +132,11 @@ def test_airlines_rows(data_dir: Path) -> None:
     assert ds.categorical == ["Airline", "DayOfWeek"] and ds.positive == "1"
     rows = list(ds.iter_instances(limit=5))
     assert rows[0].x == {
-        "Airline": "CO", "Flight": 269.0, "DayOfWeek": "3", "Time": 15.0, "Length": 205.0,
+        "Airline": "CO",
+        "Flight": 269.0,
+        "DayOfWeek": "3",
+        "Time": 15.0,
+        "Length": 205.0,
     }
     assert rows[0].y == "1"
     assert [r.ts for r in rows] == [900.0, 900.0, 1200.0, 1200.0, 1800.0]  # Time * 60
@@ -175,9 +188,7 @@ def test_full_shuffle_of_real_data(data_dir: Path) -> None:
     assert mixed == again
     assert Counter(i.y for i in mixed) == Counter(i.y for i in plain)
     assert [i.y for i in mixed] != [i.y for i in plain]
-    assert sorted(tuple(i.x.values()) for i in mixed) == sorted(
-        tuple(i.x.values()) for i in plain
-    )
+    assert sorted(tuple(i.x.values()) for i in mixed) == sorted(tuple(i.x.values()) for i in plain)
 
 
 @pytest.mark.parametrize(

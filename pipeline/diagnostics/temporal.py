@@ -178,8 +178,7 @@ class TemporalDependence:
         delta: dict[Label, list[float | None]] = {}
         for y, cond in p_given_run.items():
             delta[y] = [
-                a - b if a is not None and b is not None else None
-                for a, b in pairwise(cond)
+                a - b if a is not None and b is not None else None for a, b in pairwise(cond)
             ]
         return {
             "n": n,

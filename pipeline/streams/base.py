@@ -191,9 +191,7 @@ class Dataset:
         """A small in-memory dataset (tests, examples); classes sorted by ``str``."""
         items = list(instances)
         features = list(items[0].x) if items else []
-        classes = (
-            sorted({str(i.y) for i in items}) if task == "classification" else []
-        )
+        classes = sorted({str(i.y) for i in items}) if task == "classification" else []
         return cls(
             name=name,
             task=task,

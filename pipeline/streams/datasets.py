@@ -127,9 +127,16 @@ def _airline_days(header: list[str]) -> Clock:
 
 
 _COVTYPE_COLUMNS = [
-    "Elevation", "Aspect", "Slope", "Horizontal_Distance_To_Hydrology",
-    "Vertical_Distance_To_Hydrology", "Horizontal_Distance_To_Roadways", "Hillshade_9am",
-    "Hillshade_Noon", "Hillshade_3pm", "Horizontal_Distance_To_Fire_Points",
+    "Elevation",
+    "Aspect",
+    "Slope",
+    "Horizontal_Distance_To_Hydrology",
+    "Vertical_Distance_To_Hydrology",
+    "Horizontal_Distance_To_Roadways",
+    "Hillshade_9am",
+    "Hillshade_Noon",
+    "Hillshade_3pm",
+    "Horizontal_Distance_To_Fire_Points",
     *[f"Wilderness_Area{j}" for j in range(1, 5)],
     *[f"Soil_Type{j}" for j in range(1, 41)],
 ]
@@ -146,7 +153,13 @@ REAL_DATASETS: dict[str, RealDataset] = {
                 "cassales/relatorio-fapesp, converted to CSV unchanged"
             ),
             columns=[
-                "date", "day", "period", "nswprice", "nswdemand", "vicprice", "vicdemand",
+                "date",
+                "day",
+                "period",
+                "nswprice",
+                "nswdemand",
+                "vicprice",
+                "vicdemand",
                 "transfer",
             ],
             categorical=["day"],
@@ -213,9 +226,7 @@ class CsvSource(RecordSource[list[str]]):
             header = next(reader, None)
             expected = [*self.info.columns, "class"]
             if header != expected:
-                raise DatasetError(
-                    f"{self.path}: header {header} is not the expected {expected}"
-                )
+                raise DatasetError(f"{self.path}: header {header} is not the expected {expected}")
             clock = self.info.make_clock(header)
             rows = reader if self.limit is None else islice(reader, self.limit)
             for i, row in enumerate(rows):
@@ -267,9 +278,7 @@ def _locate(info: RealDataset, data_dir: str | os.PathLike[str] | None) -> Path:
             f"looked for {path}. {_help(info)}"
         )
     if not path.is_file():
-        raise DatasetError(
-            f"dataset {info.name!r}: file {path} not found ({how}). {_help(info)}"
-        )
+        raise DatasetError(f"dataset {info.name!r}: file {path} not found ({how}). {_help(info)}")
     _verify(info, path)
     return path
 

@@ -234,15 +234,24 @@ def _sea(comp: Component, drift: bool) -> Dataset:
         return concept_switch(concepts, points, width, seed)
 
     return _classification(
-        comp, make, n, ["0", "1"], _names("x", 3), drift_points=points,
+        comp,
+        make,
+        n,
+        ["0", "1"],
+        _names("x", 3),
+        drift_points=points,
         description="river SEA concepts (Street & Kim), label 1 = True",
     )
 
 
 def _hyperplane(comp: Component) -> Dataset:
     allowed = {
-        **_COMMON, "n_features": int, "n_drift_features": int, "mag_change": float,
-        "noise": float, "sigma": float,
+        **_COMMON,
+        "n_features": int,
+        "n_drift_features": int,
+        "mag_change": float,
+        "noise": float,
+        "sigma": float,
     }
     p = take_params(comp, allowed)
     n, seed = p.get("n", 10_000), p.get("seed", 0)
@@ -259,20 +268,36 @@ def _hyperplane(comp: Component) -> Dataset:
         return _river_pairs(synth.Hyperplane(seed=seed, **kwargs))
 
     return _classification(
-        comp, make, n, ["0", "1"], _names("x", d), natural=InstanceDelay(100),
+        comp,
+        make,
+        n,
+        ["0", "1"],
+        _names("x", d),
+        natural=InstanceDelay(100),
         description="river Hyperplane; incremental drift when mag_change > 0",
     )
 
 
 _AGRAWAL_FEATURES = [
-    "salary", "commission", "age", "elevel", "car", "zipcode", "hvalue", "hyears", "loan",
+    "salary",
+    "commission",
+    "age",
+    "elevel",
+    "car",
+    "zipcode",
+    "hvalue",
+    "hyears",
+    "loan",
 ]
 _AGRAWAL_CATEGORICAL = ["elevel", "car", "zipcode"]
 
 
 def _agrawal(comp: Component, drift: bool) -> Dataset:
     allowed = {
-        **_COMMON, "function": int, "perturbation": float, "balance": bool,
+        **_COMMON,
+        "function": int,
+        "perturbation": float,
+        "balance": bool,
         **(_DRIFT if drift else {}),
     }
     p = take_params(comp, allowed)
@@ -290,8 +315,10 @@ def _agrawal(comp: Component, drift: bool) -> Dataset:
         concepts = [
             _river_pairs(
                 synth.Agrawal(
-                    classification_function=(function + k) % 10, seed=seed + k,
-                    balance_classes=balance, perturbation=perturbation,
+                    classification_function=(function + k) % 10,
+                    seed=seed + k,
+                    balance_classes=balance,
+                    perturbation=perturbation,
                 ),
                 cat,
             )
@@ -300,15 +327,23 @@ def _agrawal(comp: Component, drift: bool) -> Dataset:
         return concept_switch(concepts, points, width, seed)
 
     return _classification(
-        comp, make, n, ["0", "1"], list(_AGRAWAL_FEATURES),
-        categorical=list(_AGRAWAL_CATEGORICAL), natural=InstanceDelay(1000),
-        drift_points=points, description="river Agrawal loan applications",
+        comp,
+        make,
+        n,
+        ["0", "1"],
+        list(_AGRAWAL_FEATURES),
+        categorical=list(_AGRAWAL_CATEGORICAL),
+        natural=InstanceDelay(1000),
+        drift_points=points,
+        description="river Agrawal loan applications",
     )
 
 
 def _led(comp: Component, drift: bool) -> Dataset:
     allowed = {
-        **_COMMON, "noise": float, **({"irrelevant": bool} if not drift else _DRIFT),
+        **_COMMON,
+        "noise": float,
+        **({"irrelevant": bool} if not drift else _DRIFT),
     }
     p = take_params(comp, allowed)
     n, seed = p.get("n", 20_000 if drift else 10_000), p.get("seed", 0)
@@ -322,7 +357,9 @@ def _led(comp: Component, drift: bool) -> Dataset:
         concepts = [
             _river_pairs(
                 synth.LEDDrift(
-                    seed=seed + k, noise_percentage=noise, irrelevant_features=irrelevant,
+                    seed=seed + k,
+                    noise_percentage=noise,
+                    irrelevant_features=irrelevant,
                     n_drift_features=min(2 * k + 1, 7) if k else 0,
                 )
             )
@@ -331,8 +368,13 @@ def _led(comp: Component, drift: bool) -> Dataset:
         return concept_switch(concepts, points, width, seed)
 
     return _classification(
-        comp, make, n, [str(c) for c in range(10)], _names("x", 24 if irrelevant else 7),
-        natural=InstanceDelay(1000), drift_points=points,
+        comp,
+        make,
+        n,
+        [str(c) for c in range(10)],
+        _names("x", 24 if irrelevant else 7),
+        natural=InstanceDelay(1000),
+        drift_points=points,
         description="river LED seven-segment digits",
     )
 
@@ -369,7 +411,11 @@ def _markov(comp: Component) -> Dataset:
         return markov_pairs(k, p_stay, noise, seed)
 
     return _classification(
-        comp, make, n, [str(c) for c in range(k)], _names("x", k),
+        comp,
+        make,
+        n,
+        [str(c) for c in range(k)],
+        _names("x", k),
         description=f"Markov label chain, P(same) = p_stay = {p_stay}",
     )
 
