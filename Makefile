@@ -30,6 +30,7 @@ readme-check: install  ## every README command as written, the slow ones too (ma
 
 lint: install  ## ruff over the code
 	$(BIN)/ruff check pipeline agents schemas tests
+	$(BIN)/ruff format --check pipeline agents schemas tests
 
 run: install  ## the main job: replay Electricity through Kafka (embedded broker unless KAFKA_BOOTSTRAP_SERVERS is set)
 	$(BIN)/streameval run --dataset electricity --delay natural --learner nochange --learner majority \
