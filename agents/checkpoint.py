@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.topics import messages_to_end
+
 log = logging.getLogger(__name__)
 
 KEY_ENV = "STREAMEVAL_CHECKPOINT_KEY"
@@ -156,36 +158,28 @@ def read_checkpoints(
     try:
         meta = consumer.list_topics(topic, timeout=10)
         partitions = meta.topics[topic].partitions if topic in meta.topics else {}
-        ends: dict[int, int] = {}
+        ends: dict[tuple[str, int], int] = {}
         assignment = []
         for p in partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             if high > low:
-                ends[p] = high
+                ends[(topic, p)] = high
                 assignment.append(TopicPartition(topic, p, low))
         if not assignment:
             return reader
         consumer.assign(assignment)
-        start = last = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if now - start > timeout:
-                raise CheckpointError(
-                    f"checkpoint topic {topic} not read to its end in {timeout} s"
-                )
-            if not ends and now - last > idle:
-                return reader
-            msg = consumer.poll(0.2)
-            if msg is None or msg.error():
-                continue
-            last = time.monotonic()
-            try:
-                reader.add(json.loads(msg.value()))
-            except (ValueError, KeyError, TypeError) as exc:
-                log.warning(
-                    "skipping a malformed checkpoint part at offset %s: %s", msg.offset(), exc
-                )
-            if msg.offset() + 1 >= ends.get(msg.partition(), 0):
-                ends.pop(msg.partition(), None)
+        try:
+            for msg in messages_to_end(
+                consumer, ends, timeout=timeout, idle=idle, what=f"checkpoint topic {topic}"
+            ):
+                try:
+                    reader.add(json.loads(msg.value()))
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.warning(
+                        "skipping a malformed checkpoint part at offset %s: %s", msg.offset(), exc
+                    )
+        except TimeoutError as exc:
+            raise CheckpointError(str(exc)) from exc
+        return reader
     finally:
         consumer.close()

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
+
+from agents.topics import messages_to_end
 
 log = logging.getLogger(__name__)
 
@@ -152,35 +153,27 @@ def scan_emitted(
             return found
         consumer.assign(assignment)
         key = stream.encode("utf-8")
-        begin = last = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if now - begin > timeout:
-                raise RuntimeError(
-                    f"output topics of {stream!r} not read to their end in {timeout} s"
-                )
-            if not ends and now - last > idle:
-                return found
-            msg = consumer.poll(0.2)
-            if msg is None or msg.error():
-                continue
-            last = time.monotonic()
-            where = (msg.topic(), msg.partition())
-            if msg.offset() + 1 >= ends.get(where, 0):
-                ends.pop(where, None)
-            if msg.key() != key:
-                continue
-            try:
-                value = json.loads(msg.value())
-            except ValueError:
-                continue
-            # a predictions message is a JSON array of predictions (seq in order), or one object
-            for item in value if isinstance(value, list) else [value]:
-                if not isinstance(item, dict):
+        scan = messages_to_end(
+            consumer, ends, timeout=timeout, idle=idle, what=f"output topics of {stream!r}"
+        )
+        try:
+            for msg in scan:
+                if msg.key() != key:
                     continue
-                seq = item.get("seq")
-                if isinstance(seq, int) and item.get("stream") == stream:
-                    kind = kind_of[msg.topic()]
-                    found[kind] = max(found.get(kind, -1), seq)
+                try:
+                    value = json.loads(msg.value())
+                except ValueError:
+                    continue
+                # a predictions message is a JSON array of predictions (seq in order), or one
+                for item in value if isinstance(value, list) else [value]:
+                    if not isinstance(item, dict):
+                        continue
+                    seq = item.get("seq")
+                    if isinstance(seq, int) and item.get("stream") == stream:
+                        kind = kind_of[msg.topic()]
+                        found[kind] = max(found.get(kind, -1), seq)
+        except TimeoutError as exc:
+            raise RuntimeError(str(exc)) from exc
+        return found
     finally:
         consumer.close()

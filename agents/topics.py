@@ -258,3 +258,32 @@ def describe_topics(admin_config: dict[str, Any], prefix: str, timeout: float = 
     md = AdminClient(dict(admin_config)).list_topics(timeout=timeout)
     names = TopicNames.for_prefix(prefix)
     return {name: len(md.topics[name].partitions) for name in names if name in md.topics}
+
+
+def messages_to_end(
+    consumer: Any, ends: dict[tuple[str, int], int], *, timeout: float, idle: float, what: str
+) -> Iterator[Any]:
+    """Yield the messages of ``consumer``'s assigned partitions until all are read.
+
+    ``ends`` maps each assigned ``(topic, partition)`` to its high watermark; a partition
+    is done once a message at or past ``end - 1`` was read. Tansu's watermarks count
+    record batches, not records (see the module docstring), so reaching them is not
+    enough: reading stops when every partition is done *and* no message came for
+    ``idle`` seconds. Raises :class:`TimeoutError` naming ``what`` after ``timeout``
+    seconds in all. Error messages from the consumer are skipped.
+    """
+    begin = last = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - begin > timeout:
+            raise TimeoutError(f"{what} not read to the end in {timeout} s")
+        if not ends and now - last > idle:
+            return
+        msg = consumer.poll(0.2)
+        if msg is None or msg.error():
+            continue
+        last = time.monotonic()
+        where = (msg.topic(), msg.partition())
+        if msg.offset() + 1 >= ends.get(where, 0):
+            ends.pop(where, None)
+        yield msg
