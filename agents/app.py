@@ -36,7 +36,7 @@ from typing import Any, NoReturn
 
 from agents.config import KafkaSettings
 from agents.dashboard import register_views
-from agents.health import BrokerHealth
+from agents.health import EXIT_BROKER_LOST, BrokerHealth
 from agents.topics import TopicNames
 from agents.worker import StreamWorker
 
@@ -108,7 +108,8 @@ def create_app(
                 if now - first_failure >= health.timeout:
                     _give_up(
                         f"no checkpoint confirmed by the Kafka broker at {health.bootstrap} "
-                        f"for {now - first_failure:.0f} s (broker timeout {health.timeout:.0f} s)"
+                        f"for {now - first_failure:.0f} s (broker timeout {health.timeout:.0f} s)",
+                        EXIT_BROKER_LOST,
                     )
                 health.lost(f"checkpoint not confirmed: {exc}")
                 log.warning("checkpoint not confirmed (%s); retrying when the broker answers", exc)
@@ -147,10 +148,14 @@ def create_app(
     return app
 
 
-def _give_up(message: str) -> NoReturn:
-    """Exit now, without acknowledging anything: a restart resumes from the last checkpoint."""
+def _give_up(message: str, code: int = 1) -> NoReturn:
+    """Exit now, without acknowledging anything: a restart resumes from the last checkpoint.
+
+    ``code`` is :data:`~agents.health.EXIT_BROKER_LOST` when the broker timeout ran out,
+    as when the broker monitor gives up.
+    """
     print(f"streameval worker: {message}; exiting", file=sys.stderr, flush=True)
-    os._exit(1)
+    os._exit(code)
 
 
 def run_app(
