@@ -35,7 +35,27 @@ def _check_window(window: int | None) -> None:
         raise ValueError(f"window must be a positive int or None, got {window!r}")
 
 
-class NoChange(ProbaMixin):
+class _SameForEveryInstance(ProbaMixin):
+    """Batch predictions of a baseline that ignores the features: one prediction, repeated."""
+
+    def predict_proba_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Proba]:
+        if at is not None:
+            check_aligned(xs, at)
+        proba = self.predict_proba_one({})
+        return [dict(proba) for _ in xs]
+
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+    ) -> list[Hashable | None]:
+        """The same label for every instance: one :func:`argmax`."""
+        if at is not None:
+            check_aligned(xs, at)
+        return [argmax(self.predict_proba_one({}))] * len(xs)
+
+
+class NoChange(_SameForEveryInstance):
     """Persistent classifier (Definition 3): predict the last learned label.
 
     >>> model = NoChange()
@@ -56,24 +76,8 @@ class NoChange(ProbaMixin):
     def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
         return {} if self.last is None else {self.last: 1.0}
 
-    def predict_proba_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
-    ) -> list[Proba]:
-        if at is not None:
-            check_aligned(xs, at)
-        proba = self.predict_proba_one({})
-        return [dict(proba) for _ in xs]
 
-    def predict_labels_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
-    ) -> list[Hashable | None]:
-        """The same label for every instance: one :func:`argmax`."""
-        if at is not None:
-            check_aligned(xs, at)
-        return [argmax(self.predict_proba_one({}))] * len(xs)
-
-
-class Majority(ProbaMixin):
+class Majority(_SameForEveryInstance):
     """Majority Class classifier (Definition 2), whole history or last ``window`` labels.
 
     The probabilities are the label frequencies, so the prediction is the most
@@ -110,22 +114,6 @@ class Majority(ProbaMixin):
     def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
         total = sum(self.counts.values())
         return {label: n / total for label, n in self.counts.items()} if total else {}
-
-    def predict_proba_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
-    ) -> list[Proba]:
-        if at is not None:
-            check_aligned(xs, at)
-        proba = self.predict_proba_one({})
-        return [dict(proba) for _ in xs]
-
-    def predict_labels_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
-    ) -> list[Hashable | None]:
-        """The same label for every instance: one :func:`argmax`."""
-        if at is not None:
-            check_aligned(xs, at)
-        return [argmax(self.predict_proba_one({}))] * len(xs)
 
 
 class TargetMean:
