@@ -14,12 +14,14 @@ during an outage) and is retried until the broker has confirmed every part of
 it. One lock keeps the agent, the housekeeping timer and a checkpoint in
 progress from touching the runners at the same time.
 
-Time the worker could not read does not count as silence of the input topics:
-after a broker outage, and for as long as a checkpoint took, the idle clock of
-the worker (``--idle-timeout``, after which one topic's queued events pass the
-other, silent, one) starts again. Otherwise a pause of the broker (plus the
-probe's backoff and a checkpoint waiting for it) longer than the idle timeout
-releases the merger's queue out of order, and the labels of the events
+Time the worker could not read does not count as silence of the input topics
+(:class:`~agents.idle.IdleClock`): the idle clock of the worker (``--idle-timeout``,
+after which one topic's queued events pass the other, silent, one) stops while
+the broker is lost and while the consumer group rebalances (a consumer whose
+session expired during an outage rejoins its group), starts again at the first
+message read afterwards, and does not run while a
+checkpoint is written. Otherwise a pause of the broker longer than the idle
+timeout releases the merger's queue out of order, and the labels of the events
 released ahead of their features are rejected as orphans: a results document
 then misses thousands of labels although every message was delivered.
 """
@@ -85,11 +87,7 @@ def create_app(
             await asyncio.sleep(0.2)
 
     outages_seen = [health.outages if health is not None else 0]
-
-    def not_idle_for(seconds: float) -> None:
-        """The worker could not read for ``seconds``: the topics were not silent meanwhile."""
-        now = time.monotonic()
-        worker.last_event = min(now, worker.last_event + seconds)
+    rebalances_seen = [0]
 
     async def save_and_ack() -> None:
         loop = asyncio.get_running_loop()
@@ -113,7 +111,7 @@ def create_app(
                     )
                 health.lost(f"checkpoint not confirmed: {exc}")
                 log.warning("checkpoint not confirmed (%s); retrying when the broker answers", exc)
-        not_idle_for(time.monotonic() - started)
+        worker.idle.discount(time.monotonic() - started)
         if worker.can_ack:
             for event in unacked:
                 event.ack()
@@ -134,10 +132,14 @@ def create_app(
     @app.timer(1.0)
     async def housekeeping() -> None:
         if health is not None and not health.ok:
+            worker.idle.suspend()  # until the first message read after the broker is back
             return
         if health is not None and health.outages != outages_seen[0]:
-            outages_seen[0] = health.outages  # the broker is back: the idle clock starts again
-            not_idle_for(float("inf"))
+            outages_seen[0] = health.outages  # an outage shorter than this timer's period
+            worker.idle.suspend()
+        if app.rebalancing or app.rebalancing_count != rebalances_seen[0]:
+            rebalances_seen[0] = app.rebalancing_count  # no fetching while the group rebalances
+            worker.idle.suspend()
         async with busy:
             worker.tick()
             if (unacked or worker.dirty) and worker.idle_seconds() > 1.0:

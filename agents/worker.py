@@ -33,6 +33,7 @@ from typing import Any
 from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
 from agents.config import KafkaSettings
 from agents.dashboard import DashboardHistory
+from agents.idle import IdleClock
 from agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
 from agents.topics import TopicNames
 from pipeline.config import ExperimentConfig
@@ -69,6 +70,7 @@ class StreamWorker:
         checkpoint_every: int = 20_000,
         orphan_ttl: float = 3600.0,
         idle_timeout: float = 30.0,
+        rejoin_grace: float = 60.0,
         park_limit: int = 100_000,
         park_timeout: float = 60.0,
         predictions: bool = True,
@@ -96,6 +98,8 @@ class StreamWorker:
         self.published_results: set[str] = set()
         self.since_checkpoint = 0
         self.last_event = time.monotonic()
+        # silence of the input topics for the idle release: only time the worker could read
+        self.idle = IdleClock(grace=rejoin_grace)
         self.delivery_errors: list[str] = []
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
         self.output_topics = {kind: getattr(self.names, kind) for kind in OUTPUT_KINDS}
@@ -158,6 +162,7 @@ class StreamWorker:
     ) -> None:
         """Process one message read from the ``kind`` topic."""
         self.last_event = time.monotonic()
+        self.idle.heard(self.last_event)
         topic = getattr(self.names, kind)
         if kind == "experiments":
             self._define(raw, key, topic, partition, offset)
@@ -449,10 +454,19 @@ class StreamWorker:
                         stream,
                     )
                 del self.parked[stream]
-        if now - self.last_event > self.idle_timeout:
+        silent = self.idle.silent_for(now)
+        if silent > self.idle_timeout:
             for stream, runner in self.runners.items():
                 if runner.finished or not runner.merger.n_waiting:
                     continue
+                log.warning(
+                    "stream %s: input topics silent for %.1f s (idle timeout %.1f s): "
+                    "releasing %d queued events without waiting for the other topic",
+                    stream,
+                    silent,
+                    self.idle_timeout,
+                    runner.merger.n_waiting,
+                )
                 for topic in ("features", "labels"):
                     outputs, rejections = runner.release_idle(topic)
                     self._publish(outputs, runner)

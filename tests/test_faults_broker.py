@@ -304,7 +304,7 @@ def test_broker_paused_mid_run_unhealthy_then_resumes_with_identical_results(los
     assert after == 200 and body_after["broker"]["state"] == "reachable", body_after
     assert body_after["broker"]["outages"] >= 1 and body_after["broker"]["since"] >= paused_at
     # and the results are those of an uninterrupted run: nothing released out of order
-    assert results["ingest"]["idle_released"] == 0, results["ingest"]
+    assert results["ingest"]["idle_released"] == 0, (results["ingest"], log_text[-3000:])
     assert results["ingest"].get("rejected_orphan_label", 0) == 0, results["ingest"]
     assert without(results) == lost.reference()
 
