@@ -142,6 +142,39 @@ def test_rows_follow_the_buffer_through_labels_evictions_and_updates() -> None:
     assert batch[1:] == [{"f": 3.0}] and not isinstance(batch[1:], PendingRows)
 
 
+def test_a_drained_buffer_gives_its_matrix_back_and_keeps_every_row_and_prediction() -> None:
+    buf = PendingBuffer(k=3)
+    for i in range(1000):
+        buf.add(i, at=i, ts=float(i), x={"f": float(i), "c": f"s{i % 7}"}, labels_seen=0)
+        buf.record(i, "nb", float(i), "UP" if i % 3 else "DOWN")
+    assert buf.rows.capacity == 1024
+    for seen, i in enumerate(range(960), start=1):  # the oldest 960 labelled: it shrinks
+        popped = buf.pop(i)
+        assert popped is not None and popped.x["f"] == float(i)
+        due = buf.due(seen)
+        if due:  # a round of the due instances plus the one just popped, as in Algorithm 1
+            batch = buf.batch([*due, popped])
+            assert batch.frame is not None
+            got = batch.frame.values[:, batch.frame.index["f"]].tolist()
+            assert got == [m.x["f"] for m in [*due, popped]]
+            assert batch.frame.strings == [[("c", m.x["c"])] for m in [*due, popped]]
+            labels = ["DOWN"] * len(due)
+            stored = buf.record_many(due, "nb", 1000.0 + seen, labels)
+            # an entry only for those whose last prediction was not DOWN already
+            assert stored == sum(1 for m in due if m.history["nb"][-1] == (1000.0 + seen, "DOWN"))
+    assert len(buf) == 40 and buf.rows.capacity == 128 and len(buf.rows) == 40  # 1024 -> 128
+    rows = [m.row for m in buf]
+    assert len(set(rows)) == 40 and max(rows) < 128  # each pending instance has its own row
+    batch = buf.batch(list(buf))
+    assert batch.frame is not None
+    assert batch.frame.values[:, batch.frame.index["f"]].tolist() == list(
+        map(float, range(960, 1000))
+    )
+    for m in buf:  # the last stored label of each row followed its instance
+        code = buf._last["nb"][m.row]
+        assert buf._labels[code] == m.history["nb"][-1][1]
+
+
 def test_a_buffer_without_k_keeps_no_rows() -> None:
     buf = PendingBuffer(k=None)
     buf.add("a", at=0, ts=0.0, x={"f": 0.0}, labels_seen=0)

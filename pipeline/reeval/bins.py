@@ -60,6 +60,8 @@ from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from pipeline.reeval.history import columns
+
 History = Sequence[tuple[float, Any]]
 
 
@@ -168,18 +170,19 @@ def _sweep(
     if not history:
         raise ValueError("an empty history: the first prediction is missing")
     edges = _edges(t_start, t_end, n_bins)
+    times, labels = columns(history)
     out: list[tuple[Any, dict[Any, float] | None, float]] = []
     n = len(history)
-    current = history[0][1]
+    current = labels[0]
     j = 1
     # the time of the next entry, +inf once the history is used up
-    next_t = history[1][0] if n > 1 else math.inf
+    next_t = times[1] if n > 1 else math.inf
     lo = edges[0]
     for hi in edges[1:]:
         while next_t <= lo:
-            current = history[j][1]
+            current = labels[j]
             j += 1
-            next_t = history[j][0] if j < n else math.inf
+            next_t = times[j] if j < n else math.inf
         if next_t >= hi:
             out.append((current, None, hi - lo))
             lo = hi
@@ -190,11 +193,11 @@ def _sweep(
         while next_t < hi:
             durations[current] += next_t - pos
             pos = next_t
-            current = history[j][1]
+            current = labels[j]
             if current not in durations:
                 durations[current] = 0.0
             j += 1
-            next_t = history[j][0] if j < n else math.inf
+            next_t = times[j] if j < n else math.inf
         durations[current] += hi - pos
         out.append((start, durations, hi - lo))
         lo = hi
@@ -238,13 +241,14 @@ def dominant_per_bin(history: History, t_start: float, t_end: float, n_bins: int
     if _constant(history, t_start, t_end, n_bins):
         return [history[0][1]] * n_bins
     edges = _edges_cached(t_start, t_end, n_bins)
+    times, labels = columns(history)
     out: list[Any] = []
-    current = history[0][1]
+    current = labels[0]
     n = len(history)
     j = 1
     done = 0  # bins 1..done are in out
     while j < n:
-        t = history[j][0]
+        t = times[j]
         k = bisect_left(edges, t)  # edges[k - 1] < t <= edges[k]
         if k > n_bins:  # after t_end: this entry and the later ones are ignored
             break
@@ -253,7 +257,7 @@ def dominant_per_bin(history: History, t_start: float, t_end: float, n_bins: int
             if k > done:
                 out.extend([current] * (k - done))
                 done = k
-            current = history[j][1]
+            current = labels[j]
             j += 1
             continue
         # inside bin k: the bins before it show the label in force, then weigh bin k
@@ -262,11 +266,11 @@ def dominant_per_bin(history: History, t_start: float, t_end: float, n_bins: int
         lo, hi = edges[k - 1], edges[k]
         durations: dict[Any, float] = {current: 0.0}
         pos = lo
-        while j < n and history[j][0] < hi:
-            t = history[j][0]
+        while j < n and times[j] < hi:
+            t = times[j]
             durations[current] += t - pos
             pos = t
-            current = history[j][1]
+            current = labels[j]
             if current not in durations:
                 durations[current] = 0.0
             j += 1

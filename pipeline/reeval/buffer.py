@@ -79,6 +79,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.reeval.history import PredictionHistory
 from pipeline.reeval.rows import FeatureRows, PendingRows
 
 #: Label types :meth:`PendingBuffer.record_many` compares as integer codes: for them
@@ -109,7 +110,7 @@ class PendingInstance:
     ts: float
     x: Any
     labels_seen: int
-    history: dict[str, list[tuple[float, Any]]] = field(default_factory=dict)
+    history: dict[str, PredictionHistory] = field(default_factory=dict)
     n_repredictions: int = 0
     row: int = -1
 
@@ -227,6 +228,7 @@ class PendingBuffer:
                 "already given to due()"
             )
         self._evicted.pop(uid, None)
+        self._shrink()
         inst = PendingInstance(uid, at, ts, x, labels_seen)
         if self.k is not None:  # rows and codes serve re-evaluation rounds only
             inst.row = self.rows.acquire(x)
@@ -278,7 +280,7 @@ class PendingBuffer:
             raise KeyError(uid)
         history = inst.history.get(key)
         if history is None:
-            inst.history[key] = [(ts, y_pred)]
+            inst.history[key] = PredictionHistory(ts, y_pred)
             self.n_entries_held += 1
             if inst.row >= 0:
                 self._remember(key, inst.row, ts, y_pred)
@@ -434,6 +436,7 @@ class PendingBuffer:
         A miss is counted in ``n_evicted_labels`` when ``uid`` was evicted,
         else in ``n_unknown_labels``.
         """
+        self._shrink()  # before this label's instance is released: its round is still to come
         inst = self._pending.pop(uid, None)
         if inst is None:
             if uid in self._evicted:
@@ -446,6 +449,28 @@ class PendingBuffer:
         if inst.row >= 0:
             self.rows.release(inst.row)
         return inst
+
+    def _shrink(self) -> None:
+        """Give the memory of a drained buffer back (see :meth:`FeatureRows.shrink`).
+
+        Once at most a quarter of the feature matrix is in use, the pending rows
+        move to a smaller matrix, and the tables sized for the largest number of
+        pending instances (Python dicts never shrink) are rebuilt, so that the
+        memory follows the instances pending now, not the most ever pending.
+        """
+        moved = self.rows.shrink()
+        if moved is None:
+            return
+        for inst in self._pending.values():
+            inst.row = int(moved[inst.row])
+        capacity, old = self.rows.capacity, np.flatnonzero(moved >= 0)
+        for key, codes in self._last.items():
+            fresh = np.full(capacity, _NO_ENTRY, dtype=np.int64)
+            fresh[moved[old]] = codes[old]
+            self._last[key] = fresh
+        self._pending = OrderedDict(self._pending)
+        self._buckets = {b: dict(insts) for b, insts in self._buckets.items() if insts}
+        self._evicted = OrderedDict(self._evicted)
 
     def _forget(self, inst: PendingInstance) -> None:
         """Drop ``inst`` (already out of ``_pending``) from its bucket and the counts."""

@@ -238,6 +238,53 @@ class FeatureRows:
         self.stamps = np.concatenate([self.stamps, np.zeros(extra, dtype=np.int64)])
         self.strings.extend([] for _ in range(extra))
 
+    def shrink(self) -> np.ndarray | None:
+        """Give memory back once at most a quarter of the rows are in use.
+
+        Moves the rows in use to the front of a matrix half as large (at least
+        :data:`INITIAL_ROWS` rows) and returns where each old row went (``-1``
+        for a free one), or ``None`` when nothing was done. Every row's values
+        move with it (a free row's are dropped: call this only when no instance
+        just released will be predicted again). Learners' per-row caches are
+        keyed by :attr:`uid`, which changes.
+
+        >>> rows = FeatureRows(capacity=256)
+        >>> ids = [rows.acquire({"x": float(i)}) for i in range(100)]
+        >>> for r in ids[:90]:
+        ...     rows.release(r)
+        >>> moved = rows.shrink()
+        >>> rows.capacity, len(rows), int(moved[ids[95]]), float(rows.values[moved[ids[95]], 0])
+        (64, 10, 5, 95.0)
+        """
+        capacity = self.capacity
+        if capacity <= INITIAL_ROWS or 4 * self.n_live > capacity:
+            return None
+        new_capacity = max(INITIAL_ROWS, capacity // 2)
+        while new_capacity > INITIAL_ROWS and 4 * self.n_live <= new_capacity // 2:
+            new_capacity //= 2
+        live = np.ones(self.n_used, dtype=bool)
+        live[self._free] = False
+        old = np.flatnonzero(live)
+        moved = np.full(capacity, -1, dtype=np.intp)
+        moved[old] = np.arange(len(old))
+        n, width = len(old), self.values.shape[1]
+
+        def take(column: np.ndarray) -> np.ndarray:
+            out = np.zeros((new_capacity, *column.shape[1:]), dtype=column.dtype)
+            out[:n] = column[old]
+            return out
+
+        self.values, self.present = take(self.values), take(self.present)
+        self.odd, self.dirty, self.stamps = take(self.odd), take(self.dirty), take(self.stamps)
+        strings = [self.strings[r] for r in old.tolist()]
+        self.strings = strings + [[] for _ in range(new_capacity - n)]
+        self.n_text_rows = sum(1 for pairs in strings if pairs)
+        self._free = []
+        self.n_used = self.n_live = n
+        self.uid = uuid.uuid4().int & (2**62 - 1)
+        assert self.values.shape == (new_capacity, width)
+        return moved
+
     def _add_column(self, key: str) -> int:
         col = len(self.index)
         self.index[key] = col
