@@ -27,6 +27,7 @@ from pipeline.learners.naive_bayes import MixedNB
 from pipeline.learners.river_adapter import RiverClassifier, clean
 from pipeline.reeval.bins import _dominant_by_sweep, dominant_per_bin
 from pipeline.reeval.buffer import PendingBuffer
+from pipeline.reeval.history import PredictionHistory
 from pipeline.reeval.rows import FeatureRows, PendingRows
 
 
@@ -238,6 +239,7 @@ def test_a_checkpoint_from_before_the_rows_gets_them_back() -> None:
     buf = PendingBuffer(k=2)
     buf.add("a", at=0, ts=0.0, x={"f": 1.0}, labels_seen=0)
     buf.record("a", "m", 0.0, "UP")
+    buf.get("a").history["m"] = [(0.0, "UP")]  # and histories were lists of tuples
     state = copy.copy(buf.__dict__)
     for name in ("rows", "_last", "_codes", "_labels"):
         del state[name]
@@ -248,6 +250,7 @@ def test_a_checkpoint_from_before_the_rows_gets_them_back() -> None:
     old.due(1)
     assert old.record_many(old.due(2), "m", 3.0, ["DOWN"]) == 1
     assert inst.history["m"] == [(0.0, "UP"), (3.0, "DOWN")]
+    assert isinstance(inst.history["m"], PredictionHistory)
 
 
 # -- argmax -----------------------------------------------------------------------------------

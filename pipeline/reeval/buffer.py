@@ -183,6 +183,10 @@ class PendingBuffer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        for inst in self._pending.values():  # histories pickled as lists of (t, label)
+            for key, history in inst.history.items():
+                if not isinstance(history, PredictionHistory):
+                    inst.history[key] = PredictionHistory.of(history)
         if "rows" not in state:  # pickled before the feature rows existed: build them
             self.rows = FeatureRows(max(1, len(self._pending)))
             self._last, self._codes, self._labels = {}, {}, []
@@ -355,8 +359,10 @@ class PendingBuffer:
         if before.min() < 0:
             return self._record_each(insts, key, ts, labels)
         changed = np.flatnonzero(codes != before) if self.compact else np.arange(n)
-        for j in changed.tolist():
-            insts[j].history[key].append((ts, labels[j]))
+        for j in changed.tolist():  # one ``ts`` object shared by the whole round
+            history = insts[j].history[key]
+            history.times.append(ts)
+            history.labels.append(labels[j])
         last_code[rows[changed]] = codes if isinstance(codes, int) else codes[changed]
         if len(changed):
             self._max_ts = ts

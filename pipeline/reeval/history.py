@@ -4,12 +4,17 @@
 instance keeps every (re-)prediction of every learner until its label arrives,
 so the memory of the buffer is the number of pending instances times the
 entries each holds (``N_B``, the predictions held). A list of ``(t, label)``
-tuples costs about 90 bytes per entry (the tuple, a float object, the list
-slot); :class:`PredictionHistory` keeps the times in a typed ``array('d')``
-and the labels in a list of references (class labels are shared objects), 16
-bytes per entry. With the compaction of :mod:`pipeline.reeval.buffer` (only the
-changes of label are stored) that makes the memory of the buffer follow the
-number of pending instances, not the number of re-prediction rounds.
+tuples costs 64 bytes per entry (a 56-byte tuple and its slot), 88 when the time
+is a ``float`` of its own; :class:`PredictionHistory` keeps two lists of
+references, the times and the labels, 16 bytes per entry: class labels are
+shared objects, and so are the
+times of a re-evaluation round (one ``float`` for all the instances of the
+round, see :meth:`~pipeline.reeval.buffer.PendingBuffer.record_many`). Lists,
+not typed arrays: reading a list does not box a new ``float`` per access, and
+:func:`~pipeline.reeval.bins.dominant_per_bin` reads every entry at every label.
+With the compaction of :mod:`pipeline.reeval.buffer` (only the changes of label
+are stored) that makes the memory of the buffer follow the number of pending
+instances, not the number of re-prediction rounds.
 
 It reads like the list it replaces: ``len``, ``h[i] == (t, label)``, ``h[-1]``,
 iteration and ``append((t, label))``; the functions of
@@ -25,7 +30,6 @@ iteration and ``append((t, label))``; the functions of
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -36,8 +40,16 @@ class PredictionHistory:
     __slots__ = ("labels", "times")
 
     def __init__(self, t: float, label: Any) -> None:
-        self.times = array("d", (t,))
+        self.times: list[float] = [t]
         self.labels: list[Any] = [label]
+
+    @classmethod
+    def of(cls, entries: Sequence[tuple[float, Any]]) -> PredictionHistory:
+        """The history of ``entries`` (e.g. a list read from an older checkpoint)."""
+        history = cls(*entries[0])
+        history.times.extend(t for t, _ in entries[1:])
+        history.labels.extend(y for _, y in entries[1:])
+        return history
 
     def append(self, entry: tuple[float, Any]) -> None:
         t, label = entry
@@ -65,13 +77,11 @@ class PredictionHistory:
     def __repr__(self) -> str:
         return repr(list(self))
 
-    def __getstate__(self) -> tuple[bytes, list[Any]]:
-        return self.times.tobytes(), self.labels
+    def __getstate__(self) -> tuple[list[float], list[Any]]:
+        return self.times, self.labels
 
-    def __setstate__(self, state: tuple[bytes, list[Any]]) -> None:
-        times, self.labels = state
-        self.times = array("d")
-        self.times.frombytes(times)
+    def __setstate__(self, state: tuple[list[float], list[Any]]) -> None:
+        self.times, self.labels = state
 
 
 def columns(history: Sequence[tuple[float, Any]]) -> tuple[Sequence[float], Sequence[Any]]:
