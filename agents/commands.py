@@ -494,7 +494,10 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         "--idle-timeout",
         type=float,
         default=30.0,
-        help="wall seconds before one topic's events pass a silent other topic",
+        help=(
+            "seconds the input topics are silent (counted only while the worker can read) "
+            "before one topic's queued events pass the other, silent, one (default 30)"
+        ),
     )
     p.add_argument(
         "--park-timeout",
