@@ -18,6 +18,7 @@ import json
 import math
 import os
 import pickle
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -455,6 +456,38 @@ def test_fixed_abuse_is_dead_lettered(kind: str, raw: bytes) -> None:
         assert letters, "nothing was dead-lettered"
     assert all(d["kind"] == "schema" for d in letters)
     assert h.worker.counts["events"] == 0
+
+
+def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
+    """agents.idle: no release while the worker cannot read (a broker outage, a rejoin)."""
+    h = Harness(idle_timeout=5.0, rejoin_grace=60.0)
+    h.send("experiments", encode({"stream": "s", "learners": ["nochange"]}), b"s")
+    for i in range(3):  # features, and the label topic silent: they wait for it
+        h.send(
+            "features",
+            encode({"stream": "s", "id": str(i), "ts": float(i), "x": {"a": 1}, "seq": i}),
+        )
+    merger = h.worker.runners["s"].merger
+    clock = h.worker.idle
+    now = time.monotonic()
+    clock.last = now - 4.0  # silent for less than the timeout: nothing passes
+    h.worker.tick()
+    assert merger.n_waiting == 3
+    clock.suspend(now - 30.0)  # the broker was lost 100 s ago and answers again since 30 s,
+    clock.last = now - 100.0  # but no message came yet: the consumer is still rejoining
+    h.worker.tick()
+    assert merger.n_waiting == 3 and merger.n_idle_released == 0
+    h.send("features", encode({"stream": "s", "id": "3", "ts": 3.0, "x": {"a": 1}, "seq": 3}))
+    clock.last = time.monotonic() - 6.0  # reading again, then 6 s of silence: released
+    h.worker.tick()
+    assert merger.n_waiting == 0 and merger.n_idle_released == 4
+    assert len(h.producer.on("predictions")) >= 1  # their first predictions went out
+    h.send("features", encode({"stream": "s", "id": "4", "ts": 4.0, "x": {"a": 1}, "seq": 4}))
+    clock.last = time.monotonic() - 100.0
+    clock.suspend(time.monotonic() - 70.0)  # lost, back 70 s ago and nothing since: past the
+    # 60 s grace the topics are silent for real (10 s here, more than the timeout)
+    h.worker.tick()
+    assert merger.n_waiting == 0 and merger.n_idle_released == 5
 
 
 def test_deadletter_names_the_topic_and_offset_of_the_rejected_event() -> None:
