@@ -232,17 +232,23 @@ def run_through_kafka(
     timeout: float = RESULTS_TIMEOUT,
     worker_args: list[str] | None = None,
     predictions: bool = False,
+    inline: bool = True,
+    broker_timeout: float | None = None,
 ) -> dict[str, Any]:
     """The whole ``run``: broker, topics, worker, experiment, replay, results.
 
     Without ``predictions`` the worker makes and publishes none (``--no-predictions``):
     the results document is the same (it is ``evaluate``'s), the predictions topic stays
-    empty. ``worker_args`` come after ``run``'s own worker options and override them.
+    empty.
 
-    The worker starts as soon as its topics exist: its start-up (interpreter,
-    imports, Faust, the consumer group join -- several seconds) overlaps with
-    the submission of the experiment and the replay here (the worker reads
-    its topics from their beginning, so nothing it needs is missed).
+    ``inline`` (the default): the stream is evaluated in this process, read by a
+    plain consumer while the replay runs in a thread (:mod:`agents.inline`; no
+    second interpreter, no Faust start-up, no group join). Otherwise a Faust
+    worker process (``streameval worker``) does it, started as soon as the topics
+    exist so that its start-up overlaps with the submission and the replay (it
+    reads its topics from their beginning); ``run --dashboard`` needs it for the
+    web views. ``worker_args`` are passed to that worker after ``run``'s own
+    options; ``broker_timeout`` is the inline loop's ``--broker-timeout``.
     """
     import secrets
 
@@ -263,29 +269,33 @@ def run_through_kafka(
         }
         if data_dir:
             env["STREAMEVAL_DATA_DIR"] = str(data_dir)
-        log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
-        own = ["--checkpoint-every", str(RUN_CHECKPOINT_EVERY)]
-        own += [] if predictions else ["--no-predictions"]
-        worker = start_worker(
-            settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
-        )
-        start = time.perf_counter()
-        try:  # the waiter reads from the metrics topic's end: created before the experiment
-            waiter = ResultsWaiter(settings, config.stream)
-            submit_experiment(settings, config)
-            stats = replay_dataset(
-                settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+        if inline:
+            from agents.inline import run_inline
+
+            def produce() -> Any:
+                submit_experiment(settings, config)
+                return replay_dataset(
+                    settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+                )
+
+            start = time.perf_counter()
+            waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
+            stats = run_inline(
+                settings,
+                config.stream,
+                produce,
+                timeout=timeout,
+                predictions=predictions,
+                broker_timeout=broker_timeout,
             )
-            results = waiter.wait(timeout, alive=lambda: worker.poll() is None)
-        except BaseException as exc:
-            tail = (log_dir / "worker.log").read_text(errors="replace")[-3000:]
-            if isinstance(exc, (RuntimeError, TimeoutError)) and tail:
-                raise RuntimeError(
-                    f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}"
-                ) from exc
-            raise
-        finally:
-            stop_worker(worker)
+            results = waiter.wait(
+                timeout, alive=lambda: True
+            )  # published before run_inline returns
+        else:
+            results, stats, start = _run_with_worker(
+                config, settings, env, data_dir=data_dir, progress=progress, pack=pack,
+                speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
+            )  # fmt: skip
         elapsed = time.perf_counter() - start
     results.pop("ingest", None)
     results["runtime"] = {
@@ -298,6 +308,44 @@ def run_through_kafka(
         "broker": "embedded" if embedded else "configured",
     }
     return results
+
+
+def _run_with_worker(
+    config: Any,
+    settings: KafkaSettings,
+    env: dict[str, str],
+    *,
+    data_dir: str | None,
+    progress: bool,
+    pack: int,
+    speed: float | None,
+    timeout: float,
+    worker_args: list[str] | None,
+    predictions: bool,
+) -> tuple[dict[str, Any], Any, float]:
+    """``run`` with a Faust worker process (``run --dashboard``): results, replay stats, start."""
+    log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
+    own = ["--checkpoint-every", str(RUN_CHECKPOINT_EVERY)]
+    own += [] if predictions else ["--no-predictions"]
+    worker = start_worker(
+        settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
+    )
+    start = time.perf_counter()
+    try:  # the waiter reads from the metrics topic's end: created before the experiment
+        waiter = ResultsWaiter(settings, config.stream)
+        submit_experiment(settings, config)
+        stats = replay_dataset(
+            settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+        )
+        results = waiter.wait(timeout, alive=lambda: worker.poll() is None)
+    except BaseException as exc:
+        tail = (log_dir / "worker.log").read_text(errors="replace")[-3000:]
+        if isinstance(exc, (RuntimeError, TimeoutError)) and tail:
+            raise RuntimeError(f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}") from exc
+        raise
+    finally:
+        stop_worker(worker)
+    return results, stats, start
 
 
 # -- command handlers ------------------------------------------------------------------------
@@ -325,6 +373,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         worker_args=worker_args,
         predictions=args.predictions,
+        inline=args.dashboard is None,  # the dashboard is served by the Faust worker
+        broker_timeout=args.broker_timeout,
     )
     print_results(results)
     write_outputs(results, args)

@@ -340,10 +340,22 @@ def metadata_probe(config: dict[str, Any]) -> Callable[[float], str | None]:
     return probe
 
 
-def exit_when_expired(describe: Callable[[], str] = str) -> Callable[[BrokerHealth], None]:
+#: What a worker that gave up on its broker tells the operator to do.
+WORKER_ADVICE = (
+    "Nothing past the last confirmed checkpoint was acknowledged: restart the worker "
+    "once the broker is back."
+)
+
+
+def exit_when_expired(
+    describe: Callable[[], str] = str,
+    who: str = "streameval worker",
+    advice: str = WORKER_ADVICE,
+) -> Callable[[BrokerHealth], None]:
     """An ``on_expired`` that says why, then exits with :data:`EXIT_BROKER_LOST`.
 
-    ``describe`` adds what the worker leaves behind (its last checkpoints). The
+    ``describe`` adds what the worker leaves behind (its last checkpoints); ``who``
+    starts the message and ``advice`` ends it. The
     exit is immediate (``os._exit``): a graceful Faust shutdown would wait for
     the lost broker, and nothing needs flushing -- input offsets only advance
     after a checkpoint the broker confirmed, so a restart resumes from there.
@@ -353,12 +365,10 @@ def exit_when_expired(describe: Callable[[], str] = str) -> Callable[[BrokerHeal
     def on_expired(h: BrokerHealth) -> None:
         extra = describe()
         print(  # to the real stderr: Faust turns sys.stderr into log records
-            f"streameval worker: the Kafka broker at {h.bootstrap} has not answered for "
+            f"{who}: the Kafka broker at {h.bootstrap} has not answered for "
             f"{h.down_for():.0f} s ({h.attempts} attempts; broker timeout {h.timeout:.0f} s, "
             f"set with --broker-timeout or {TIMEOUT_ENV}); last error: {h.reason}. "
-            f"Exiting with code {EXIT_BROKER_LOST}{'; ' + extra if extra else ''}. "
-            "Nothing past the last confirmed checkpoint was acknowledged: restart the worker "
-            "once the broker is back.",
+            f"Exiting with code {EXIT_BROKER_LOST}{'; ' + extra if extra else ''}. {advice}",
             file=sys.__stderr__ or sys.stderr,
             flush=True,
         )
@@ -369,10 +379,16 @@ def exit_when_expired(describe: Callable[[], str] = str) -> Callable[[BrokerHeal
 
 
 def watch_broker(
-    config: dict[str, Any], timeout: float, describe: Callable[[], str] = str
+    config: dict[str, Any],
+    timeout: float,
+    describe: Callable[[], str] = str,
+    who: str = "streameval worker",
+    advice: str = WORKER_ADVICE,
 ) -> tuple[BrokerHealth, BrokerMonitor]:
     """Start a :class:`BrokerMonitor` on the cluster of ``config`` (librdkafka settings)."""
     health = BrokerHealth(str(config.get("bootstrap.servers", "")), timeout)
-    monitor = BrokerMonitor(health, metadata_probe(config), exit_when_expired(describe))
+    monitor = BrokerMonitor(
+        health, metadata_probe(config), exit_when_expired(describe, who, advice)
+    )
     monitor.start()
     return health, monitor

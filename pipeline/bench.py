@@ -617,6 +617,7 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
     cfg["stream"] = f"bench-{uuid.uuid4().hex[:10]}"
     config = ExperimentConfig.from_dict(cfg)
     start = time.perf_counter()
+    cpu_before = proc_cpu_seconds(os.getpid())
     results = commands.run_through_kafka(
         config,
         settings,
@@ -624,8 +625,14 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
         pack=int(job.get("pack", 200)),
         timeout=float(job.get("timeout", 600)),
         worker_args=["--loglevel", "info"],
+        inline=bool(job.get("inline", True)),
     )
     seconds = time.perf_counter() - start
+    if "proc" not in seen:  # inline (agents.inline): this process evaluated the stream
+        seen["worker_hwm"] = proc_status_kib(os.getpid())
+        cpu_after = proc_cpu_seconds(os.getpid())
+        if cpu_before is not None and cpu_after is not None:
+            seen["worker_cpu"] = cpu_after - cpu_before
     ready = _log_time(seen["log"], "Worker ready", last=True) if "log" in seen else None
     out = {
         "seconds": seconds,
@@ -636,6 +643,7 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
         "accuracy": {k: v.get("accuracy") for k, v in results["learners"].items()},
         "worker_peak_rss_bytes": (seen.get("worker_hwm") or 0) * 1024,
         "worker_cpu_seconds": seen.get("worker_cpu"),
+        "inline": "proc" not in seen,
     }
     if ready is not None and "results_at" in seen:
         out["startup_seconds"] = ready - seen["started"]
@@ -1179,8 +1187,13 @@ def plan_kafka(
                 f"{statistics.median(after):.2f} s"
             )
         if cpu:
-            text += f"; worker CPU median {statistics.median(cpu):.2f} s"
+            who = "run process (replay thread included)" if r[0].get("inline") else "worker"
+            text += f"; {who} CPU median {statistics.median(cpu):.2f} s"
         return text
+
+    def rss(run: Measured) -> str:
+        who = "run process" if run.runs[0].get("inline") else "worker"
+        return f"{who} {_fmt_mib(run.peak('worker_peak_rss_bytes'))}"
 
     def steady(run: Measured) -> float | None:
         after = [x["after_ready_seconds"] for x in run.runs if "after_ready_seconds" in x]
@@ -1212,7 +1225,7 @@ def plan_kafka(
                     what,
                     workload,
                     _fmt_rate(ev, s_run, "ev/s"),
-                    f"worker {_fmt_mib(run.peak('worker_peak_rss_bytes'))}",
+                    rss(run),
                     f"evaluate in-process: {_fmt_rate(ev, s_ref, 'ev/s')}",
                     ratio,
                     ">= 0.5",
@@ -1276,7 +1289,7 @@ def plan_kafka(
                     what,
                     workload,
                     _fmt_rate(ev, s_run, "ev/s"),
-                    f"worker {_fmt_mib(run.peak('worker_peak_rss_bytes'))}",
+                    rss(run),
                     f"raw consume+decode pack {pack}: {_fmt_rate(ev, s_raw, 'ev/s')}",
                     ratio,
                     ">= 0.25",

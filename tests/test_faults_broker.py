@@ -87,6 +87,41 @@ def test_run_without_a_broker_fails_fast_naming_the_address(data_dir: Path) -> N
     assert "Traceback" not in done.stderr, tail
 
 
+def test_run_whose_broker_dies_mid_run_exits_75_after_the_timeout(data_dir: Path) -> None:
+    """``run`` evaluates in its own process (agents.inline) and watches its broker as the
+    worker does: killed mid-run, the run exits with 75 after ``--broker-timeout``."""
+    with EmbeddedBroker() as broker:
+        bootstrap = broker.bootstrap
+        env = {
+            **os.environ,
+            "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+            "PYTHONHASHSEED": "0",
+            "STREAMEVAL_DATA_DIR": str(data_dir),
+        }
+        cmd = [sys.executable, "-m", "pipeline.cli", "run", "--dataset", "electricity",
+               "--learner", "nochange", "--speed", "20000", "--broker-timeout", "6",
+               "--no-progress"]  # fmt: skip
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(12)  # imports, topics, replay under way (~45 s of replay at this speed)
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            os.kill(broker.pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            rc = proc.wait(40)
+            elapsed = time.monotonic() - killed_at
+            err = proc.stderr.read() if proc.stderr else ""
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert rc == EXIT_BROKER_LOST, err[-3000:]
+    assert 6.0 <= elapsed < 20.0, f"exited {elapsed:.1f} s after the broker died: {err[-2000:]}"
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"streameval run: the Kafka broker at {bootstrap} has not"), last
+    assert "broker timeout 6 s" in last and "Run it again once the broker is back." in last, last
+    assert "Traceback" not in err, err[-3000:]
+
+
 # -- a replay run twice --------------------------------------------------------------------------
 
 

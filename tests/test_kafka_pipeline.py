@@ -141,6 +141,28 @@ def read_topics(settings, topics: list[str], idle: float = 1.5) -> list[tuple[st
         consumer.close()
 
 
+def test_runs_sharing_topics_each_give_evaluate_and_only_their_own_outputs(
+    settings, reference, data_dir
+) -> None:
+    """``run`` evaluates its stream in its own process (agents.inline): a second run on the
+    same topics reads from where they ended, takes only its stream's messages, and with
+    ``predictions`` publishes every prediction of its stream, each once."""
+    first = electricity(f"elec-a-{uuid.uuid4().hex[:6]}")
+    second = electricity(f"elec-b-{uuid.uuid4().hex[:6]}")
+    ran_first = run_through_kafka(first, settings, data_dir=data_dir)
+    ran_second = run_through_kafka(second, settings, data_dir=data_dir, predictions=True)
+    assert comparable(ran_first) == comparable(reference)
+    assert comparable(ran_second) == comparable(reference)
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    predictions = [v for _, v in read_topics(settings, [names.predictions])]
+    assert {p["stream"] for p in predictions} == {second.stream}  # the first run made none
+    seqs = [p["seq"] for p in predictions]
+    assert sorted(seqs) == list(range(len(seqs)))  # each once
+    assert not any(p.get("duplicate") for p in predictions)
+    firsts = [p for p in predictions if p["kind"] == "first"]
+    assert len(firsts) == 3000 * len(LEARNERS)  # one first-time prediction per instance
+
+
 def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> None:
     config = electricity(f"elec-{uuid.uuid4().hex[:6]}", snapshot_every=500)
     ran = run_through_kafka(config, settings, data_dir=data_dir)

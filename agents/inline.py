@@ -1,0 +1,174 @@
+"""One run's stream evaluated in the ``run`` process itself, read by a plain consumer.
+
+``streameval worker`` is the deployable service: a Faust app in a consumer group
+(:mod:`agents.app`) that evaluates every stream of its partitions, checkpoints,
+and survives restarts. ``streameval run`` serves a single stream that ends with
+the run, and for that the Faust worker costs more than the evaluation of a
+small stream: a second interpreter, Faust's start-up and the consumer-group join
+took 5.6-6.5 s of a 12 s Electricity run in ``make bench`` (target 2).
+
+:func:`consume_stream` feeds the same :class:`~agents.worker.StreamWorker` from
+a plain ``confluent_kafka.Consumer`` in the calling process: the partitions of
+the three input topics are *assigned* (no group, so no join and no rebalance),
+read from the offsets they had before the run produced anything, and only the
+messages keyed by the run's stream are handed over. Everything else -- decoding,
+the merge, deduplication, the experiment, the outputs and the results document
+on the metrics topic -- is the worker's, as in the Faust app, so both give the
+results of ``evaluate`` (``tests/test_kafka_pipeline.py``).
+
+What it does not do: checkpoint (a run that dies is simply run again) and serve
+the dashboard (``run --dashboard`` starts the Faust worker instead). A lost
+broker is watched as in the worker (:mod:`agents.health`): the run exits with
+:data:`~agents.health.EXIT_BROKER_LOST` after the broker timeout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agents.config import KafkaSettings
+from agents.topics import TopicNames
+from agents.worker import StreamWorker
+
+#: Messages taken from the consumer per call (its fetches are larger anyway).
+BATCH = 1000
+#: Seconds between two housekeeping ticks of the worker (idle release, producer callbacks).
+TICK = 1.0
+
+
+def input_offsets(settings: KafkaSettings, timeout: float = 10.0) -> dict[tuple[str, int], int]:
+    """The end offset of every partition of the input topics, now (where a new run starts)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    consumer = Consumer({**settings.confluent_config(), "group.id": "streameval-run-offsets"})
+    try:
+        meta = consumer.list_topics(timeout=timeout)
+        offsets = {}
+        for topic in (names.experiments, names.features, names.labels):
+            for partition in meta.topics[topic].partitions:
+                _, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=timeout
+                )
+                offsets[topic, partition] = max(0, high)
+        return offsets
+    finally:
+        consumer.close()
+
+
+def consume_stream(
+    settings: KafkaSettings,
+    worker: StreamWorker,
+    stream: str,
+    start: dict[tuple[str, int], int],
+    *,
+    timeout: float,
+    failed: Callable[[], BaseException | None] = lambda: None,
+) -> None:
+    """Hand ``stream``'s input messages to ``worker`` until it has published its results.
+
+    ``start`` gives the offset of every input partition to read from
+    (:func:`input_offsets` before the experiment was submitted). ``failed`` is
+    asked between batches whether the producer of the events gave up (its
+    exception is then raised here). Raises :class:`TimeoutError` when no results
+    came within ``timeout`` seconds.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    kind_of = {names.features: "features", names.labels: "labels", names.experiments: "experiments"}
+    consumer = Consumer(
+        {
+            **settings.confluent_config(),
+            "group.id": f"streameval-run-{stream}",  # required by librdkafka; never joined
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+        }
+    )
+    key = stream.encode("utf-8")
+    try:
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
+        deadline = time.monotonic() + timeout
+        next_tick = time.monotonic() + TICK
+        while stream not in worker.published_results:
+            for msg in consumer.consume(BATCH, 0.2):
+                if msg.error() is not None or msg.key() != key:
+                    continue  # partition ends and errors; other streams' messages
+                worker.handle(
+                    kind_of[msg.topic()], msg.value(), msg.key(), msg.partition(), msg.offset()
+                )
+            now = time.monotonic()
+            if now >= next_tick:
+                worker.tick()
+                next_tick = now + TICK
+                exc = failed()
+                if exc is not None:
+                    raise exc
+            if now > deadline:
+                raise TimeoutError(f"no results for stream {stream!r} within {timeout:.0f} s")
+        worker.flush_predictions()
+        remaining = worker.producer.flush(30.0)
+        if remaining or worker.delivery_errors:
+            raise RuntimeError(
+                f"outputs not delivered ({remaining} queued): " + "; ".join(worker.delivery_errors)
+            )
+    finally:
+        consumer.close()
+
+
+def run_inline(
+    settings: KafkaSettings,
+    stream: str,
+    produce: Callable[[], Any],
+    *,
+    timeout: float,
+    predictions: bool,
+    broker_timeout: float | None = None,
+) -> Any:
+    """Evaluate ``stream`` here while ``produce`` (submit + replay) runs in a thread.
+
+    Returns what ``produce`` returned. The results document is on the metrics
+    topic when this returns (read it with a :class:`~agents.commands.ResultsWaiter`
+    created before ``produce`` submits the experiment).
+    """
+    import secrets
+    from concurrent.futures import ThreadPoolExecutor
+
+    from confluent_kafka import Producer
+
+    from agents.health import PRODUCER_QUEUE, watch_broker
+    from agents.health import broker_timeout as timeout_of
+    from agents.worker import PRODUCER_DEFAULTS
+
+    start = input_offsets(settings)
+    health, monitor = watch_broker(
+        settings.confluent_config(),
+        timeout_of(broker_timeout),
+        describe=lambda: f"stream {stream}",
+        who="streameval run",
+        advice="Run it again once the broker is back.",
+    )
+    try:
+        producer = Producer(
+            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
+             "error_cb": health.on_kafka_error}
+        )  # fmt: skip
+        worker = StreamWorker(
+            settings,
+            key=secrets.token_bytes(32),  # its one checkpoint (at the definition) is never read
+            checkpoint_every=2**62,
+            predictions=predictions,
+            producer=producer,
+        )
+        with ThreadPoolExecutor(1, thread_name_prefix="streameval-replay") as pool:
+            job = pool.submit(produce)
+
+            def failed() -> BaseException | None:
+                return job.exception() if job.done() else None
+
+            consume_stream(settings, worker, stream, start, timeout=timeout, failed=failed)
+            return job.result()
+    finally:
+        monitor.stop()
