@@ -58,9 +58,9 @@ def _add_broker_timeout(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="a worker that loses its broker reports unhealthy and retries with backoff; it "
-        "exits (code 75) after SECONDS without an answer (default: $STREAMEVAL_BROKER_TIMEOUT, "
-        "else 120)",
+        help="a worker (or run) that loses its broker reports unhealthy and retries with "
+        "backoff; it exits (code 75) after SECONDS without an answer (default: "
+        "$STREAMEVAL_BROKER_TIMEOUT, else 120)",
     )
 
 
