@@ -85,6 +85,7 @@ def consume_stream(
             "group.id": f"streameval-run-{stream}",  # required by librdkafka; never joined
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
+            "fetch.wait.max.ms": 50,  # an empty partition answers within 50 ms, not 500
         }
     )
     key = stream.encode("utf-8")
@@ -157,10 +158,11 @@ def run_inline(
         )  # fmt: skip
         worker = StreamWorker(
             settings,
-            key=secrets.token_bytes(32),  # its one checkpoint (at the definition) is never read
+            key=secrets.token_bytes(32),  # never used: this worker writes no checkpoint
             checkpoint_every=2**62,
             predictions=predictions,
             producer=producer,
+            checkpoints=False,
         )
         with ThreadPoolExecutor(1, thread_name_prefix="streameval-replay") as pool:
             job = pool.submit(produce)

@@ -353,6 +353,7 @@ def replay(
                     producer.poll(min(wait, 0.1))
             for message in fmt.add(event):
                 send(message)
+                producer.poll(0)  # delivery reports: once per message, not per packed event
             if isinstance(event, FeatureEvent):
                 stats.n_features += 1
             elif isinstance(event, LabelEvent):
@@ -360,7 +361,6 @@ def replay(
             else:
                 stats.n_end += 1
             stats.streams.add(event.stream)
-            producer.poll(0)
             bar.advance()
         for message in fmt.flush():
             send(message)

@@ -75,6 +75,7 @@ class StreamWorker:
         park_timeout: float = 60.0,
         predictions: bool = True,
         producer: Any = None,
+        checkpoints: bool = True,
     ) -> None:
         from confluent_kafka import Producer
 
@@ -89,6 +90,8 @@ class StreamWorker:
         # make and publish predictions for the streams this worker defines (a restored stream
         # keeps the choice of the worker that defined it, and so its output numbering)
         self.predictions = predictions
+        # False for a worker that is never restarted (agents.inline): it writes no checkpoint
+        self.checkpoints = checkpoints
         self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
         self.runners: dict[str, StreamRunner] = {}
         self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int, int]]]] = {}
@@ -213,7 +216,8 @@ class StreamWorker:
         self.dirty.add(config.stream)
         self.counts["experiments"] += 1
         log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
-        self.checkpoint()  # before any output: a successor always finds where outputs start
+        if self.checkpoints:  # before any output: a successor always finds where outputs start
+            self.checkpoint()
         for src, event, _, position in self.parked.pop(config.stream, []):
             self._push(runner, src, event, getattr(self.names, src), position)
 
