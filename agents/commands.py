@@ -10,6 +10,7 @@ worker's results document on the ``metrics`` topic, prints the same tables as
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -98,15 +100,22 @@ def replay_dataset(
     pack: int,
     progress: bool,
     data_dir: str | None = None,
+    stop: threading.Event | None = None,
 ) -> Any:
-    """Replay ``config``'s dataset schedule to the feature and label topics."""
+    """Replay ``config``'s dataset schedule to the feature and label topics.
+
+    Once ``stop`` is set the replay ends early (what was produced is flushed).
+    """
     from agents.replay import OneEventPerMessage, PackedMessages, replay
     from pipeline.evaluate import expected_events, prepare, schedule
 
     dataset, config = prepare(config, data_dir)
     fmt = PackedMessages(pack) if pack > 1 else OneEventPerMessage()
+    events = schedule(config, dataset)
+    if stop is not None:
+        events = itertools.takewhile(lambda _: not stop.is_set(), events)
     return replay(
-        schedule(config, dataset),
+        events,
         settings,
         speed=speed,
         progress=progress,
@@ -274,14 +283,14 @@ def run_through_kafka(
 
             from agents.inline import run_inline
 
-            def produce() -> Any:
+            def produce(stop: threading.Event) -> Any:
                 # the definition and the events at once (each producer's start costs ~0.5 s
                 # on Tansu): events read before the definition wait for it (parked)
                 with ThreadPoolExecutor(1, thread_name_prefix="streameval-submit") as pool:
                     submitted = pool.submit(submit_experiment, settings, config)
                     stats = replay_dataset(
                         settings, config, speed=speed, pack=pack, progress=progress,
-                        data_dir=data_dir,
+                        data_dir=data_dir, stop=stop,
                     )  # fmt: skip
                     submitted.result()
                 return stats

@@ -24,6 +24,7 @@ broker is watched as in the worker (:mod:`agents.health`): the run exits with
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -72,8 +73,9 @@ def consume_stream(
     ``start`` gives the offset of every input partition to read from
     (:func:`input_offsets` before the experiment was submitted). ``failed`` is
     asked between batches whether the producer of the events gave up (its
-    exception is then raised here). Raises :class:`TimeoutError` when no results
-    came within ``timeout`` seconds.
+    exception is then raised here). Raises :class:`RuntimeError` as soon as the
+    stream failed (a learner raised: the worker stops the stream and publishes no
+    results) and :class:`TimeoutError` when no results came within ``timeout`` seconds.
     """
     from confluent_kafka import Consumer, TopicPartition
 
@@ -86,6 +88,7 @@ def consume_stream(
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "fetch.wait.max.ms": 50,  # an empty partition answers within 50 ms, not 500
+            "fetch.error.backoff.ms": 50,
         }
     )
     key = stream.encode("utf-8")
@@ -99,6 +102,12 @@ def consume_stream(
                     continue  # partition ends and errors; other streams' messages
                 worker.handle(
                     kind_of[msg.topic()], msg.value(), msg.key(), msg.partition(), msg.offset()
+                )
+            runner = worker.runners.get(stream)
+            if runner is not None and runner.failed is not None:
+                raise RuntimeError(
+                    f"stream {stream!r} stopped: {runner.failed} (the event that failed is in "
+                    f"the deadletter topic {worker.names.deadletter}, reason experiment_error)"
                 )
             now = time.monotonic()
             if now >= next_tick:
@@ -122,7 +131,7 @@ def consume_stream(
 def run_inline(
     settings: KafkaSettings,
     stream: str,
-    produce: Callable[[], Any],
+    produce: Callable[[threading.Event], Any],
     *,
     timeout: float,
     predictions: bool,
@@ -130,7 +139,9 @@ def run_inline(
 ) -> Any:
     """Evaluate ``stream`` here while ``produce`` (submit + replay) runs in a thread.
 
-    Returns what ``produce`` returned. The results document is on the metrics
+    Returns what ``produce`` returned. ``produce`` is given an event that is set when
+    the evaluation stopped early (the stream failed, the time ran out): it should
+    then stop producing. The results document is on the metrics
     topic when this returns (read it with a :class:`~agents.commands.ResultsWaiter`
     created before ``produce`` submits the experiment).
     """
@@ -164,13 +175,18 @@ def run_inline(
             producer=producer,
             checkpoints=False,
         )
+        stop = threading.Event()
         with ThreadPoolExecutor(1, thread_name_prefix="streameval-replay") as pool:
-            job = pool.submit(produce)
+            job = pool.submit(produce, stop)
 
             def failed() -> BaseException | None:
                 return job.exception() if job.done() else None
 
-            consume_stream(settings, worker, stream, start, timeout=timeout, failed=failed)
+            try:
+                consume_stream(settings, worker, stream, start, timeout=timeout, failed=failed)
+            except BaseException:
+                stop.set()  # the replay ends at its next event; the pool waits for it
+                raise
             return job.result()
     finally:
         monitor.stop()

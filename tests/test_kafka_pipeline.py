@@ -163,6 +163,34 @@ def test_runs_sharing_topics_each_give_evaluate_and_only_their_own_outputs(
     assert len(firsts) == 3000 * len(LEARNERS)  # one first-time prediction per instance
 
 
+def test_run_whose_learner_fails_stops_at_once_naming_the_error(
+    settings, data_dir, monkeypatch
+) -> None:
+    """A learner that raises stops its stream (no results document): ``run`` says so at
+    once instead of waiting for ``--timeout``, and the failing event is dead-lettered."""
+    from pipeline.learners.baselines import NoChange
+
+    learn_one, seen = NoChange.learn_one, []
+
+    def exploding(self, x, y, **kw):
+        seen.append(y)
+        if len(seen) == 700:
+            raise ArithmeticError("boom at the 700th label")
+        return learn_one(self, x, y, **kw)
+
+    monkeypatch.setattr(NoChange, "learn_one", exploding)
+    config = electricity(f"elec-x-{uuid.uuid4().hex[:6]}")
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="stopped: ArithmeticError: boom at the 700th label"):
+        # paced: the replay alone would take 3000 x 1800 s / 100000 = 54 s
+        run_through_kafka(config, settings, data_dir=data_dir, timeout=120, speed=100_000)
+    assert time.monotonic() - start < 35  # ~700 labels in, and the replay stopped with it
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    letters = [json.loads(v) for _, v in read_topic(settings, names.deadletter)]
+    [letter] = [d for d in letters if d["kind"] == "experiment_error"]
+    assert "boom at the 700th label" in letter["reason"] and letter["topic"] == names.labels
+
+
 def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> None:
     config = electricity(f"elec-{uuid.uuid4().hex[:6]}", snapshot_every=500)
     ran = run_through_kafka(config, settings, data_dir=data_dir)
