@@ -162,6 +162,7 @@ def run_inline(
         who="streameval run",
         advice="Run it again once the broker is back.",
     )
+    worker: StreamWorker | None = None
     try:
         producer = Producer(
             {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
@@ -190,3 +191,10 @@ def run_inline(
             return job.result()
     finally:
         monitor.stop()
+        if worker is not None:
+            worker.flush_predictions()
+            worker.producer.flush(10.0)  # what was produced before a failure (its deadletter)
+            # a traceback keeps this frame and the worker alive: let the producer go now, or
+            # librdkafka keeps reconnecting to a broker that may be gone
+            worker.producer = None
+        producer = None
