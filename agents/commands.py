@@ -401,7 +401,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from agents.app import create_app, run_app
     from agents.checkpoint import checkpoint_key
-    from agents.worker import StreamWorker
+    from agents.worker import StreamWorker, watched_producer
 
     settings = _settings(args)
     if settings.embedded:
@@ -411,10 +411,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
-    from confluent_kafka import Producer
-
-    from agents.health import PRODUCER_QUEUE, broker_timeout, watch_broker
-    from agents.worker import PRODUCER_DEFAULTS
+    from agents.health import broker_timeout, watch_broker
 
     checkpoints: dict[str, int] = {}
     health, monitor = watch_broker(
@@ -423,10 +420,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         describe=lambda: f"last checkpoints {checkpoints}" if checkpoints else "no checkpoint yet",
     )
     try:
-        producer = Producer(
-            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
-             "error_cb": health.on_kafka_error}
-        )  # fmt: skip
+        producer = watched_producer(settings, health)
         worker = StreamWorker(
             settings,
             key=checkpoint_key(),

@@ -31,7 +31,7 @@ from typing import Any
 
 from agents.config import KafkaSettings
 from agents.topics import TopicNames
-from agents.worker import StreamWorker
+from agents.worker import StreamWorker, watched_producer
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
@@ -148,11 +148,8 @@ def run_inline(
     import secrets
     from concurrent.futures import ThreadPoolExecutor
 
-    from confluent_kafka import Producer
-
-    from agents.health import PRODUCER_QUEUE, watch_broker
     from agents.health import broker_timeout as timeout_of
-    from agents.worker import PRODUCER_DEFAULTS
+    from agents.health import watch_broker
 
     start = input_offsets(settings)
     health, monitor = watch_broker(
@@ -164,10 +161,7 @@ def run_inline(
     )
     worker: StreamWorker | None = None
     try:
-        producer = Producer(
-            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
-             "error_cb": health.on_kafka_error}
-        )  # fmt: skip
+        producer = watched_producer(settings, health)
         worker = StreamWorker(
             settings,
             key=secrets.token_bytes(32),  # never used: this worker writes no checkpoint

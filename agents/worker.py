@@ -33,6 +33,7 @@ from typing import Any
 from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
 from agents.config import KafkaSettings
 from agents.dashboard import DashboardHistory
+from agents.health import PRODUCER_QUEUE, BrokerHealth
 from agents.idle import IdleClock
 from agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
 from agents.topics import TopicNames
@@ -57,6 +58,17 @@ PRODUCER_DEFAULTS = {
 #: Most predictions one predictions-topic message carries (a JSON array, like packed input):
 #: well under ``schemas.MAX_PACKED_EVENTS`` and, at ~150 bytes each, under 1 MiB.
 PREDICTIONS_PER_MESSAGE = 500
+
+
+def watched_producer(settings: KafkaSettings, health: BrokerHealth) -> Any:
+    """A worker's output producer that reports broker errors to ``health``, its queue sized
+    for the outputs of what was taken before an outage was noticed (:mod:`agents.health`)."""
+    from confluent_kafka import Producer
+
+    return Producer(
+        {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
+         "error_cb": health.on_kafka_error}
+    )  # fmt: skip
 
 
 class StreamWorker:
