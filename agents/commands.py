@@ -259,8 +259,6 @@ def run_through_kafka(
     web views. ``worker_args`` are passed to that worker after ``run``'s own
     options; ``broker_timeout`` is the inline loop's ``--broker-timeout``.
     """
-    import secrets
-
     from agents.broker import broker_for
     from agents.topics import ensure_topics
     from pipeline.evaluate import prepare
@@ -272,12 +270,6 @@ def run_through_kafka(
         ensure_topics(
             settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
         )
-        env = {
-            "STREAMEVAL_CHECKPOINT_KEY": os.environ.get("STREAMEVAL_CHECKPOINT_KEY")
-            or secrets.token_hex(32)
-        }
-        if data_dir:
-            env["STREAMEVAL_DATA_DIR"] = str(data_dir)
         if inline:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -305,12 +297,11 @@ def run_through_kafka(
                 predictions=predictions,
                 broker_timeout=broker_timeout,
             )
-            results = waiter.wait(
-                timeout, alive=lambda: True
-            )  # published before run_inline returns
+            # the results are on the metrics topic once run_inline has returned
+            results = waiter.wait(timeout, alive=lambda: True)
         else:
             results, stats, start = _run_with_worker(
-                config, settings, env, data_dir=data_dir, progress=progress, pack=pack,
+                config, settings, data_dir=data_dir, progress=progress, pack=pack,
                 speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
             )  # fmt: skip
         elapsed = time.perf_counter() - start
@@ -330,7 +321,6 @@ def run_through_kafka(
 def _run_with_worker(
     config: Any,
     settings: KafkaSettings,
-    env: dict[str, str],
     *,
     data_dir: str | None,
     progress: bool,
@@ -341,6 +331,13 @@ def _run_with_worker(
     predictions: bool,
 ) -> tuple[dict[str, Any], Any, float]:
     """``run`` with a Faust worker process (``run --dashboard``): results, replay stats, start."""
+    import secrets
+
+    # the inline path writes no checkpoint; this worker needs a key (one per run)
+    key = os.environ.get("STREAMEVAL_CHECKPOINT_KEY") or secrets.token_hex(32)
+    env = {"STREAMEVAL_CHECKPOINT_KEY": key}
+    if data_dir:
+        env["STREAMEVAL_DATA_DIR"] = str(data_dir)
     log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
     own = ["--checkpoint-every", str(RUN_CHECKPOINT_EVERY)]
     own += [] if predictions else ["--no-predictions"]
