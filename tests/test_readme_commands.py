@@ -260,7 +260,8 @@ def run_dashboard(command: Command, cwd: Path, env: dict[str, str]) -> None:
         assert f"dashboard: http://127.0.0.1:{port}/dashboard" in log.read_text()
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)  # run stops its worker and broker
+            # SIGTERM, not SIGINT: a background job (CI) starts with SIGINT ignored
+            os.killpg(proc.pid, signal.SIGTERM)  # run stops its worker and broker
             try:
                 proc.wait(60)
             except subprocess.TimeoutExpired:
