@@ -172,7 +172,8 @@ class ResultsWaiter:
         """``stream -> (time.perf_counter() when its results were read, results)`` for all.
 
         Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`RuntimeError`
-        when ``alive()`` turns false while nothing comes. Closes the consumer.
+        when ``alive()`` turns false while nothing comes or when the worker says an
+        awaited stream failed (a ``failed`` notice). Closes the consumer.
         """
         waiting = set(self.streams if streams is None else streams)
         done: dict[str, tuple[float, dict[str, Any]]] = {}
@@ -196,6 +197,12 @@ class ResultsWaiter:
                 if value.get("kind") == "results":
                     done[stream] = (time.perf_counter(), value["results"])
                     waiting.discard(stream)
+                elif value.get("kind") == "failed":
+                    raise RuntimeError(
+                        f"stream {stream!r} stopped: {value.get('error')} (the event that "
+                        f"failed is in the deadletter topic {value.get('deadletter')}, "
+                        "reason experiment_error)"
+                    )
                 else:
                     self.snapshots += 1
             return done

@@ -156,7 +156,7 @@ class StreamWorker:
         self.runners[stream] = runner
         self.checkpoint_ids[stream] = asm.id
         runner.n_restores += 1
-        if runner.finished:
+        if runner.finished or runner.failed is not None:  # its results (or failure) went out
             self.published_results.add(stream)
         marks = getattr(runner, "output_marks", {})
         emitted = scan_emitted(self.settings.confluent_config(), stream, self.output_topics, marks)
@@ -269,8 +269,11 @@ class StreamWorker:
         self.dirty.add(event.stream)
         self.since_checkpoint += 1
         self.counts["events"] += 1
-        if runner.finished and event.stream not in self.published_results:
-            self._publish_results(event.stream, runner)
+        if event.stream not in self.published_results:
+            if runner.finished:
+                self._publish_results(event.stream, runner)
+            elif runner.failed is not None:
+                self._publish_failure(event.stream, runner)
 
     # -- output ---------------------------------------------------------------------------
 
@@ -374,6 +377,33 @@ class StreamWorker:
                 "n_labelled": results["n_labelled"],
                 "ts": runner.experiment.last_ts,
                 "results": results,
+            },
+            seq,
+            runner,
+        )
+        self.published_results.add(stream)
+        self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
+
+    def _publish_failure(self, stream: str, runner: StreamRunner) -> None:
+        """Tell the metrics topic that ``stream`` stopped, in place of its results.
+
+        No results document is made of a half-updated experiment; this notice
+        lets whoever waits for the results (``run --dashboard``, a user's
+        consumer) stop waiting and find the event that failed in the deadletter
+        topic.
+        """
+        self.flush_predictions()
+        seq = runner.take_seq()
+        self._produce_output(
+            "metrics",
+            stream,
+            {
+                "stream": stream,
+                "kind": "failed",
+                "n_labelled": runner.experiment.n_labelled,
+                "ts": runner.experiment.last_ts,
+                "error": runner.failed,
+                "deadletter": self.names.deadletter,
             },
             seq,
             runner,

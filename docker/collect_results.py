@@ -26,8 +26,13 @@ from pathlib import Path
 from typing import Any
 
 
+class StreamFailed(RuntimeError):
+    """The worker stopped the stream (a ``failed`` notice on the metrics topic)."""
+
+
 def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
-    """The results document of ``stream`` from the metrics topic, or ``None`` at the timeout."""
+    """The results document of ``stream`` from the metrics topic, or ``None`` at the timeout;
+    raises :class:`StreamFailed` when the worker says the stream failed."""
     from confluent_kafka import Consumer
 
     from agents.config import KafkaSettings
@@ -54,12 +59,15 @@ def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
                 value = json.loads(msg.value())
             except (TypeError, ValueError):
                 continue
-            if (
-                isinstance(value, dict)
-                and value.get("kind") == "results"
-                and value.get("stream") == stream
-            ):
+            if not isinstance(value, dict) or value.get("stream") != stream:
+                continue
+            if value.get("kind") == "results":
                 return value["results"]
+            if value.get("kind") == "failed":
+                raise StreamFailed(
+                    f"stream {stream!r} stopped: {value.get('error')} (the event that failed "
+                    f"is in the deadletter topic {value.get('deadletter')})"
+                )
         return None
     finally:
         consumer.close()
@@ -83,7 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--timeout", type=float, default=3600.0, help="seconds to wait (default 3600)"
     )
     args = parser.parse_args(argv)
-    results = wait_for_results(args.stream, args.timeout)
+    try:
+        results = wait_for_results(args.stream, args.timeout)
+    except StreamFailed as exc:
+        print(exc, file=sys.stderr)
+        return 1
     if results is None:
         print(f"no results for stream {args.stream!r} within {args.timeout:.0f} s", file=sys.stderr)
         return 1

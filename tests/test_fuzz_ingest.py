@@ -626,6 +626,18 @@ def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worke
     assert good.failed is None and good.finished and good.experiment.n_labelled == 6
     results = [m["stream"] for m in h.producer.on("metrics") if m["kind"] == "results"]
     assert results == ["good"]  # no results are made of a half-updated experiment
+    # ... but a notice that the stream stopped, so nobody waits for them
+    [notice] = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
+    assert notice == {
+        "stream": "bad",
+        "kind": "failed",
+        "n_labelled": 4,
+        "ts": 3.0,  # the time of label 3, the event that failed
+        "error": "ValueError: cannot learn boom",
+        "deadletter": NAMES.deadletter,
+        "seq": notice["seq"],
+    }
+    assert schemas.validate("metrics", notice) is None
     assert h.worker.status()["streams"]["bad"]["failed"] == bad.failed
     h.worker.checkpoint()
     restored = pickle.loads(pickle.dumps(bad))

@@ -8,12 +8,14 @@ streams sharing one worker.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import threading
 import time
 import uuid
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -36,6 +38,8 @@ from pipeline.merge import FEATURES, LABELS, topic_of
 from pipeline.report.curves import curves_from_snapshots
 from pipeline.runner import StreamRunner
 from schemas import encode
+
+REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -164,7 +168,7 @@ def test_runs_sharing_topics_each_give_evaluate_and_only_their_own_outputs(
 
 
 def test_run_whose_learner_fails_stops_at_once_naming_the_error(
-    settings, data_dir, monkeypatch
+    settings, data_dir, monkeypatch, tmp_path, capsys
 ) -> None:
     """A learner that raises stops its stream (no results document): ``run`` says so at
     once instead of waiting for ``--timeout``, and the failing event is dead-lettered."""
@@ -180,6 +184,7 @@ def test_run_whose_learner_fails_stops_at_once_naming_the_error(
 
     monkeypatch.setattr(NoChange, "learn_one", exploding)
     config = electricity(f"elec-x-{uuid.uuid4().hex[:6]}")
+    waiter = ResultsWaiter(settings, config.stream)  # what `run --dashboard` waits with
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="stopped: ArithmeticError: boom at the 700th label"):
         # paced: the replay alone would take 3000 x 1800 s / 100000 = 54 s
@@ -189,6 +194,28 @@ def test_run_whose_learner_fails_stops_at_once_naming_the_error(
     letters = [json.loads(v) for _, v in read_topic(settings, names.deadletter)]
     [letter] = [d for d in letters if d["kind"] == "experiment_error"]
     assert "boom at the 700th label" in letter["reason"] and letter["topic"] == names.labels
+    # the metrics topic says so too: a waiting reader stops at once with the same words
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="stopped: ArithmeticError: boom at the 700th label"):
+        waiter.wait(60, alive=lambda: True)
+    assert time.monotonic() - start < 15
+    notices = [json.loads(v) for _, v in read_topic(settings, names.metrics)]
+    [notice] = [n for n in notices if n["stream"] == config.stream and n["kind"] == "failed"]
+    # NoChange learns twice per label (the learner and kappa_per's reference): the 700th
+    # call is the 350th label's, counted before it is learned
+    assert notice["n_labelled"] == 350 and notice["deadletter"] == names.deadletter
+    assert not [n for n in notices if n["stream"] == config.stream and n["kind"] == "results"]
+    # the compose file's results collector (a plain consumer from the topic's start) too
+    spec = importlib.util.spec_from_file_location("collect", REPO / "docker/collect_results.py")
+    collect = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(collect)
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", settings.bootstrap_servers)
+    monkeypatch.setenv("STREAMEVAL_TOPIC_PREFIX", settings.topic_prefix)
+    capsys.readouterr()
+    out = ["--stream", config.stream, "--out", str(tmp_path), "--timeout", "60"]
+    assert collect.main(out) == 1
+    assert "stopped: ArithmeticError: boom at the 700th label" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
 
 
 def test_run_gives_the_results_of_evaluate(settings, reference, data_dir) -> None:
