@@ -16,7 +16,7 @@ progress from touching the runners at the same time.
 
 Time the worker could not read does not count as silence of the input topics
 (:class:`~agents.idle.IdleClock`): the idle clock of the worker (``--idle-timeout``,
-after which one topic's queued events pass the other, silent, one) stops while
+after which a stream's queued events pass its other, silent, topic) stops while
 the broker is lost and while the consumer group rebalances (a consumer whose
 session expired during an outage rejoins its group), starts again at the first
 message read afterwards, and does not run while a

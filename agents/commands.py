@@ -560,8 +560,9 @@ def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser
         type=float,
         default=30.0,
         help=(
-            "seconds the input topics are silent (counted only while the worker can read) "
-            "before one topic's queued events pass the other, silent, one (default 30)"
+            "seconds a stream's queued events wait for its other topic: they pass once they "
+            "waited that long and the other topic brought nothing of the stream for as "
+            "long (counted only while the worker can read; default 30)"
         ),
     )
     p.add_argument(

@@ -29,6 +29,20 @@ silent: the clock starts anyway ``grace`` seconds after it was suspended.
 >>> clock.suspend(now=200.0)  # and nothing ever comes again
 >>> clock.silent_for(now=270.0)
 10.0
+
+The worker releases one stream's queue when *that stream's* other topic has been
+silent (a live stream whose labels come rarely, another stream busy on the same
+worker); :meth:`~IdleClock.reading_for` bounds such a silence by the time the
+worker could read without a break:
+
+>>> clock = IdleClock(grace=60.0, now=0.0)
+>>> clock.heard(now=5.0)
+>>> clock.reading_for(now=25.0)
+20.0
+>>> clock.suspend(now=30.0)  # broker lost
+>>> clock.heard(now=40.0)  # back, reading again
+>>> clock.reading_for(now=45.0)
+5.0
 """
 
 from __future__ import annotations
@@ -53,10 +67,13 @@ class IdleClock:
         start = time.monotonic() if now is None else now
         self.last = start
         self.suspended_at: float | None = start
+        self.resumed_at = start  # when the worker last started reading again
 
     def heard(self, now: float | None = None) -> None:
         """A message arrived: the worker reads again, and the topics were not silent."""
         self.last = time.monotonic() if now is None else now
+        if self.suspended_at is not None:
+            self.resumed_at = self.last
         self.suspended_at = None
 
     def suspend(self, now: float | None = None) -> None:
@@ -67,6 +84,7 @@ class IdleClock:
         """The worker was busy for ``seconds`` (a checkpoint) and read nothing meanwhile."""
         t = time.monotonic() if now is None else now
         self.last = min(t, self.last + seconds)
+        self.resumed_at = min(t, self.resumed_at + seconds)
         if self.suspended_at is not None:
             self.suspended_at = min(t, self.suspended_at + seconds)
 
@@ -76,3 +94,11 @@ class IdleClock:
         if self.suspended_at is not None:
             return max(0.0, t - max(self.last, self.suspended_at + self.grace))
         return t - self.last
+
+    def reading_for(self, now: float | None = None) -> float:
+        """Seconds the worker has been able to read without a break: since the first
+        message after a suspension (or since the grace ran out if none came)."""
+        t = time.monotonic() if now is None else now
+        if self.suspended_at is not None:
+            return max(0.0, t - (self.suspended_at + self.grace))
+        return t - self.resumed_at

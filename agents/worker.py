@@ -41,6 +41,7 @@ from pipeline.config import ExperimentConfig
 from pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
 from pipeline.experiment import MetricSnapshot, Output, clean
 from pipeline.ingest import Rejection
+from pipeline.merge import FEATURES, LABELS
 from pipeline.runner import StreamRunner
 from pipeline.spec import SpecError
 from schemas import deadletter_record, decode, decode_events, encode
@@ -115,6 +116,11 @@ class StreamWorker:
         self.last_event = time.monotonic()
         # silence of the input topics for the idle release: only time the worker could read
         self.idle = IdleClock(grace=rejoin_grace)
+        # per stream and input topic (monotonic, never checkpointed): when the topic last
+        # brought an event of the stream (the stream's definition counts as one), and since
+        # when the stream's events on it have been queued, waiting for the other topic
+        self.heard: dict[str, dict[str, float]] = {}
+        self.queued_since: dict[str, dict[str, float]] = {}
         self.delivery_errors: list[str] = []
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
         self.output_topics = {kind: getattr(self.names, kind) for kind in OUTPUT_KINDS}
@@ -154,6 +160,7 @@ class StreamWorker:
         if not isinstance(runner, StreamRunner):
             raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
         self.runners[stream] = runner
+        self._heard_now(stream)
         self.checkpoint_ids[stream] = asm.id
         runner.n_restores += 1
         if runner.finished or runner.failed is not None:  # its results (or failure) went out
@@ -225,6 +232,7 @@ class StreamWorker:
             )
             return
         self.runners[config.stream] = runner
+        self._heard_now(config.stream)
         self.dirty.add(config.stream)
         self.counts["experiments"] += 1
         log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
@@ -263,6 +271,14 @@ class StreamWorker:
         position: tuple[int, int, int],
     ) -> None:
         outputs, rejections = runner.push(kind, event, position)
+        now = time.monotonic()
+        self.heard.setdefault(event.stream, {})[kind] = now
+        queued = self.queued_since.setdefault(event.stream, {})
+        for topic in (FEATURES, LABELS):
+            if runner.merger.n_queued(topic):
+                queued.setdefault(topic, now)
+            else:
+                queued.pop(topic, None)
         self._publish(outputs, runner)
         for r in rejections:
             self._reject(r, topic, position[0], position[1])
@@ -500,27 +516,56 @@ class StreamWorker:
                         stream,
                     )
                 del self.parked[stream]
-        silent = self.idle.silent_for(now)
-        if silent > self.idle_timeout:
-            for stream, runner in self.runners.items():
-                if runner.finished or not runner.merger.n_waiting:
+        reading = self.idle.reading_for(now)
+        for stream, runner in self.runners.items():
+            if runner.finished or runner.failed is not None or not runner.merger.n_waiting:
+                continue
+            for topic, other in ((FEATURES, LABELS), (LABELS, FEATURES)):
+                waited, silent = self._idle_wait(stream, topic, other, now, reading)
+                if min(waited, silent) <= self.idle_timeout:
                     continue
                 log.warning(
-                    "stream %s: input topics silent for %.1f s (idle timeout %.1f s): "
-                    "releasing %d queued events without waiting for the other topic",
+                    "stream %s: nothing of it on the %s topic for %.1f s (idle timeout %.1f s):"
+                    " releasing its %d queued %s events without waiting for that topic",
                     stream,
+                    other,
                     silent,
                     self.idle_timeout,
-                    runner.merger.n_waiting,
+                    runner.merger.n_queued(topic),
+                    topic,
                 )
-                for topic in ("features", "labels"):
-                    outputs, rejections = runner.release_idle(topic)
-                    self._publish(outputs, runner)
-                    for r in rejections:
-                        self._reject(r, getattr(self.names, topic), -1, -1)
+                outputs, rejections = runner.release_idle(topic)
+                self.queued_since.get(stream, {}).pop(topic, None)
+                self._publish(outputs, runner)
+                for r in rejections:
+                    self._reject(r, getattr(self.names, topic), -1, -1)
                 self.dirty.add(stream)
         self.flush_predictions()
         self.producer.poll(0)
+
+    def _heard_now(self, stream: str) -> None:
+        """A stream was defined or restored: its silence on both topics counts from now."""
+        now = time.monotonic()
+        self.heard[stream] = {FEATURES: now, LABELS: now}
+
+    def _idle_wait(
+        self, stream: str, topic: str, other: str, now: float, reading: float
+    ) -> tuple[float, float]:
+        """For ``stream``'s events queued on ``topic``: how long the oldest has waited,
+        and how long ``other`` has brought nothing of the stream; both counted only
+        while the worker could read (``reading``, :meth:`IdleClock.reading_for`).
+
+        The idle release needs both beyond ``--idle-timeout``: an event waits at most
+        that long for a silent topic (a live stream whose labels come rarely still
+        gets its first predictions), and never while the other topic is bringing
+        events of the stream (a replay keeps its order, however busy the worker).
+        """
+        if not self.runners[stream].merger.n_queued(topic):
+            return 0.0, 0.0
+        # (a stream restored with a queue: its wait counts from the first look)
+        since = self.queued_since.setdefault(stream, {}).setdefault(topic, now)
+        last = self.heard.setdefault(stream, {}).setdefault(other, now)
+        return min(now - since, reading), min(now - last, reading)
 
     @property
     def healthy(self) -> bool:

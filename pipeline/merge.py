@@ -134,6 +134,10 @@ class EventMerger:
     def n_waiting(self) -> int:
         return sum(len(s.queue) for s in self.sides.values())
 
+    def n_queued(self, topic: str) -> int:
+        """Events queued on ``topic``, waiting for the other topic to pass their time."""
+        return len(self.sides[topic].queue)
+
 
 def topic_of(event: InputEvent) -> str:
     """The topic an input event travels on (end markers go on both)."""

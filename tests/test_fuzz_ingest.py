@@ -458,36 +458,85 @@ def test_fixed_abuse_is_dead_lettered(kind: str, raw: bytes) -> None:
     assert h.worker.counts["events"] == 0
 
 
+def _features(stream: str, i: int) -> bytes:
+    return encode({"stream": stream, "id": str(i), "ts": float(i), "x": {"a": 1}, "seq": 2 * i})
+
+
+def _age(h: Harness, stream: str, labels_silent: float, queued: float) -> None:
+    """Pretend ``stream``'s labels topic has been silent, and its features queued, so long."""
+    now = time.monotonic()
+    h.worker.heard[stream]["labels"] = now - labels_silent
+    h.worker.queued_since[stream]["features"] = now - queued
+
+
 def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
     """agents.idle: no release while the worker cannot read (a broker outage, a rejoin)."""
     h = Harness(idle_timeout=5.0, rejoin_grace=60.0)
     h.send("experiments", encode({"stream": "s", "learners": ["nochange"]}), b"s")
     for i in range(3):  # features, and the label topic silent: they wait for it
-        h.send(
-            "features",
-            encode({"stream": "s", "id": str(i), "ts": float(i), "x": {"a": 1}, "seq": i}),
-        )
+        h.send("features", _features("s", i))
     merger = h.worker.runners["s"].merger
     clock = h.worker.idle
     now = time.monotonic()
-    clock.last = now - 4.0  # silent for less than the timeout: nothing passes
+    clock.resumed_at = now - 100.0  # reading all along
+    _age(h, "s", labels_silent=4.0, queued=4.0)  # less than the timeout: nothing passes
     h.worker.tick()
     assert merger.n_waiting == 3
-    clock.suspend(now - 30.0)  # the broker was lost 100 s ago and answers again since 30 s,
-    clock.last = now - 100.0  # but no message came yet: the consumer is still rejoining
-    h.worker.tick()
+    _age(h, "s", labels_silent=100.0, queued=100.0)
+    clock.suspend(now - 30.0)  # the broker was lost and answers again since 30 s,
+    h.worker.tick()  # but no message came yet: the consumer is still rejoining
     assert merger.n_waiting == 3 and merger.n_idle_released == 0
-    h.send("features", encode({"stream": "s", "id": "3", "ts": 3.0, "x": {"a": 1}, "seq": 3}))
-    clock.last = time.monotonic() - 6.0  # reading again, then 6 s of silence: released
+    h.send("features", _features("s", 3))  # reading again ...
+    clock.resumed_at = time.monotonic() - 6.0  # ... for 6 s, and no label: released
     h.worker.tick()
     assert merger.n_waiting == 0 and merger.n_idle_released == 4
     assert len(h.producer.on("predictions")) >= 1  # their first predictions went out
-    h.send("features", encode({"stream": "s", "id": "4", "ts": 4.0, "x": {"a": 1}, "seq": 4}))
-    clock.last = time.monotonic() - 100.0
+    h.send("features", _features("s", 4))
+    _age(h, "s", labels_silent=100.0, queued=100.0)
     clock.suspend(time.monotonic() - 70.0)  # lost, back 70 s ago and nothing since: past the
     # 60 s grace the topics are silent for real (10 s here, more than the timeout)
     h.worker.tick()
     assert merger.n_waiting == 0 and merger.n_idle_released == 5
+
+
+def test_idle_release_is_per_stream_and_waits_for_a_topic_that_still_brings_events() -> None:
+    """A live stream whose labels come rarely gets its first predictions after the idle
+    timeout although its own features and another stream keep the worker busy; a stream
+    whose labels topic still brings its events keeps waiting for it (a replay's order)."""
+    h = Harness(idle_timeout=5.0)
+    for stream in ("live", "busy", "lagging"):
+        h.send("experiments", encode({"stream": stream, "learners": ["nochange"]}), b"x")
+    for i in range(3):
+        h.send("features", _features("live", i))
+        h.send("features", _features("lagging", i))
+    h.worker.idle.resumed_at = time.monotonic() - 100.0
+    _age(h, "live", labels_silent=6.0, queued=6.0)  # no label of it for 6 s
+    _age(h, "lagging", labels_silent=1.0, queued=60.0)  # a label of it 1 s ago
+    for i in range(3):  # the busy stream goes on: the worker as a whole never falls silent
+        h.send("features", _features("busy", i))
+        h.send("labels", encode({"stream": "busy", "id": str(i), "ts": float(i), "y": "a",
+                                 "seq": 2 * i + 1}))  # fmt: skip
+    assert h.worker.idle.silent_for() < 1.0
+    h.worker.tick()
+    live, lagging = h.worker.runners["live"].merger, h.worker.runners["lagging"].merger
+    assert live.n_waiting == 0 and live.n_idle_released == 3
+    assert lagging.n_waiting == 3 and lagging.n_idle_released == 0
+    assert h.worker.runners["busy"].merger.n_idle_released == 0
+    sent = [p for batch in h.producer.on("predictions") for p in batch]
+    firsts = [p["id"] for p in sent if p["stream"] == "live" and p["kind"] == "first"]
+    assert firsts == ["0", "1", "2"]  # the live stream's first predictions went out
+    assert not [p for p in sent if p["stream"] == "lagging"]
+    # the queue of the live stream starts again: a new event waits its own timeout
+    h.send("features", _features("live", 3))
+    h.worker.tick()
+    assert live.n_waiting == 1 and live.n_idle_released == 3
+    # a stream restored with a queue and never heard of again: its wait counts from then
+    del h.worker.queued_since["live"], h.worker.heard["live"]
+    h.worker.tick()
+    assert live.n_waiting == 1
+    _age(h, "live", labels_silent=6.0, queued=6.0)
+    h.worker.tick()
+    assert live.n_waiting == 0 and live.n_idle_released == 4
 
 
 def test_deadletter_names_the_topic_and_offset_of_the_rejected_event() -> None:
