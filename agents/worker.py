@@ -274,22 +274,27 @@ class StreamWorker:
         now = time.monotonic()
         self.heard.setdefault(event.stream, {})[kind] = now
         queued = self.queued_since.setdefault(event.stream, {})
-        for topic in (FEATURES, LABELS):
-            if runner.merger.n_queued(topic):
-                queued.setdefault(topic, now)
+        for side in (FEATURES, LABELS):
+            if runner.merger.n_queued(side):
+                queued.setdefault(side, now)
             else:
-                queued.pop(topic, None)
+                queued.pop(side, None)
         self._publish(outputs, runner)
         for r in rejections:
             self._reject(r, topic, position[0], position[1])
         self.dirty.add(event.stream)
         self.since_checkpoint += 1
         self.counts["events"] += 1
-        if event.stream not in self.published_results:
-            if runner.finished:
-                self._publish_results(event.stream, runner)
-            elif runner.failed is not None:
-                self._publish_failure(event.stream, runner)
+        self._conclude(event.stream, runner)
+
+    def _conclude(self, stream: str, runner: StreamRunner) -> None:
+        """Publish the stream's results once it finished, or its failure once it failed."""
+        if stream in self.published_results:
+            return
+        if runner.finished:
+            self._publish_results(stream, runner)
+        elif runner.failed is not None:
+            self._publish_failure(stream, runner)
 
     # -- output ---------------------------------------------------------------------------
 
@@ -540,6 +545,7 @@ class StreamWorker:
                 for r in rejections:
                     self._reject(r, getattr(self.names, topic), -1, -1)
                 self.dirty.add(stream)
+                self._conclude(stream, runner)  # an event released here may have failed
         self.flush_predictions()
         self.producer.poll(0)
 

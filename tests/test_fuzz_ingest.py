@@ -694,6 +694,26 @@ def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worke
     assert restored.push("labels", LabelEvent("bad", "9", 9.0, "a", 50), (0, 99, 0)) == ([], [])
 
 
+def test_a_stream_that_fails_on_an_idle_released_event_says_so() -> None:
+    """The failure notice also goes out when the failing event was let through by the idle
+    release (no later event of the stream may ever come to carry it)."""
+    h = Harness(idle_timeout=5.0)
+    h.send("experiments", encode({"stream": "s", "learners": ["nochange", "nb"]}), b"x")
+    runner = h.worker.runners["s"]
+    runner.experiment.slots[1].learner = Exploding(runner.experiment.slots[1].learner)
+    h.send("features", _features("s", 0))
+    h.send("labels", encode({"stream": "s", "id": "0", "ts": 0.5, "y": "boom", "seq": 1}))
+    assert runner.merger.n_queued("labels") == 1  # waits for the features topic to pass 0.5
+    h.worker.idle.resumed_at = time.monotonic() - 100.0
+    now = time.monotonic()
+    h.worker.heard["s"]["features"] = now - 6.0
+    h.worker.queued_since["s"]["labels"] = now - 6.0
+    h.worker.tick()
+    assert runner.failed == "ValueError: cannot learn boom"
+    [notice] = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
+    assert notice["stream"] == "s" and notice["error"] == runner.failed
+
+
 # -- a valid stream amid the garbage ------------------------------------------------------------
 
 
