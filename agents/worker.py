@@ -118,7 +118,8 @@ class StreamWorker:
         self.idle = IdleClock(grace=rejoin_grace)
         # per stream and input topic (monotonic, never checkpointed): when the topic last
         # brought an event of the stream (the stream's definition counts as one), and since
-        # when the stream's events on it have been queued, waiting for the other topic
+        # which housekeeping tick the stream's events on it have been queued, waiting for
+        # the other topic (a queue drains only when that topic brings events, or at a release)
         self.heard: dict[str, dict[str, float]] = {}
         self.queued_since: dict[str, dict[str, float]] = {}
         self.delivery_errors: list[str] = []
@@ -271,14 +272,7 @@ class StreamWorker:
         position: tuple[int, int, int],
     ) -> None:
         outputs, rejections = runner.push(kind, event, position)
-        now = time.monotonic()
-        self.heard.setdefault(event.stream, {})[kind] = now
-        queued = self.queued_since.setdefault(event.stream, {})
-        for side in (FEATURES, LABELS):
-            if runner.merger.n_queued(side):
-                queued.setdefault(side, now)
-            else:
-                queued.pop(side, None)
+        self.heard.setdefault(event.stream, {})[kind] = time.monotonic()
         self._publish(outputs, runner)
         for r in rejections:
             self._reject(r, topic, position[0], position[1])
@@ -524,6 +518,7 @@ class StreamWorker:
         reading = self.idle.reading_for(now)
         for stream, runner in self.runners.items():
             if runner.finished or runner.failed is not None or not runner.merger.n_waiting:
+                self.queued_since.pop(stream, None)  # a queue that fills again starts anew
                 continue
             for topic, other in ((FEATURES, LABELS), (LABELS, FEATURES)):
                 waited, silent = self._idle_wait(stream, topic, other, now, reading)
@@ -557,19 +552,21 @@ class StreamWorker:
     def _idle_wait(
         self, stream: str, topic: str, other: str, now: float, reading: float
     ) -> tuple[float, float]:
-        """For ``stream``'s events queued on ``topic``: how long the oldest has waited,
-        and how long ``other`` has brought nothing of the stream; both counted only
-        while the worker could read (``reading``, :meth:`IdleClock.reading_for`).
+        """For ``stream``'s events queued on ``topic``: how long the queue has been
+        waiting (since the housekeeping tick that first saw it non-empty), and how long
+        ``other`` has brought nothing of the stream; both counted only while the worker
+        could read (``reading``, :meth:`IdleClock.reading_for`).
 
         The idle release needs both beyond ``--idle-timeout``: an event waits at most
         that long for a silent topic (a live stream whose labels come rarely still
         gets its first predictions), and never while the other topic is bringing
         events of the stream (a replay keeps its order, however busy the worker).
         """
+        queued = self.queued_since.setdefault(stream, {})
         if not self.runners[stream].merger.n_queued(topic):
+            queued.pop(topic, None)
             return 0.0, 0.0
-        # (a stream restored with a queue: its wait counts from the first look)
-        since = self.queued_since.setdefault(stream, {}).setdefault(topic, now)
+        since = queued.setdefault(topic, now)  # first seen queued at this tick
         last = self.heard.setdefault(stream, {}).setdefault(other, now)
         return min(now - since, reading), min(now - last, reading)
 

@@ -466,7 +466,7 @@ def _age(h: Harness, stream: str, labels_silent: float, queued: float) -> None:
     """Pretend ``stream``'s labels topic has been silent, and its features queued, so long."""
     now = time.monotonic()
     h.worker.heard[stream]["labels"] = now - labels_silent
-    h.worker.queued_since[stream]["features"] = now - queued
+    h.worker.queued_since.setdefault(stream, {})["features"] = now - queued
 
 
 def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
@@ -707,7 +707,7 @@ def test_a_stream_that_fails_on_an_idle_released_event_says_so() -> None:
     h.worker.idle.resumed_at = time.monotonic() - 100.0
     now = time.monotonic()
     h.worker.heard["s"]["features"] = now - 6.0
-    h.worker.queued_since["s"]["labels"] = now - 6.0
+    h.worker.queued_since.setdefault("s", {})["labels"] = now - 6.0
     h.worker.tick()
     assert runner.failed == "ValueError: cannot learn boom"
     [notice] = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
