@@ -198,10 +198,10 @@ class ResultsWaiter:
                     done[stream] = (time.perf_counter(), value["results"])
                     waiting.discard(stream)
                 elif value.get("kind") == "failed":
+                    from agents.worker import failure_text
+
                     raise RuntimeError(
-                        f"stream {stream!r} stopped: {value.get('error')} (the event that "
-                        f"failed is in the deadletter topic {value.get('deadletter')}, "
-                        "reason experiment_error)"
+                        failure_text(stream, value.get("error"), value.get("deadletter"))
                     )
                 else:
                     self.snapshots += 1

@@ -31,7 +31,7 @@ from typing import Any
 
 from agents.config import KafkaSettings
 from agents.topics import TopicNames
-from agents.worker import StreamWorker, watched_producer
+from agents.worker import StreamWorker, failure_text, watched_producer
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
@@ -105,10 +105,7 @@ def consume_stream(
                 )
             runner = worker.runners.get(stream)
             if runner is not None and runner.failed is not None:
-                raise RuntimeError(
-                    f"stream {stream!r} stopped: {runner.failed} (the event that failed is in "
-                    f"the deadletter topic {worker.names.deadletter}, reason experiment_error)"
-                )
+                raise RuntimeError(failure_text(stream, runner.failed, worker.names.deadletter))
             now = time.monotonic()
             if now >= next_tick:
                 worker.tick()

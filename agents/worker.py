@@ -61,6 +61,14 @@ PRODUCER_DEFAULTS = {
 PREDICTIONS_PER_MESSAGE = 500
 
 
+def failure_text(stream: str, error: Any, deadletter: str) -> str:
+    """What ``run`` and the readers of the metrics topic say of a stream that failed."""
+    return (
+        f"stream {stream!r} stopped: {error} (the event that failed is in the deadletter "
+        f"topic {deadletter}, reason experiment_error)"
+    )
+
+
 def watched_producer(settings: KafkaSettings, health: BrokerHealth) -> Any:
     """A worker's output producer that reports broker errors to ``health``, its queue sized
     for the outputs of what was taken before an outage was noticed (:mod:`agents.health`)."""
@@ -383,21 +391,14 @@ class StreamWorker:
             + int(seq <= self.emitted.get(stream, {}).get("metrics", -1)),
             "restores": runner.n_restores,
         }
-        self._produce_output(
-            "metrics",
-            stream,
-            {
-                "stream": stream,
-                "kind": "results",
-                "n_labelled": results["n_labelled"],
-                "ts": runner.experiment.last_ts,
-                "results": results,
-            },
-            seq,
-            runner,
-        )
-        self.published_results.add(stream)
-        self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
+        value = {
+            "stream": stream,
+            "kind": "results",
+            "n_labelled": results["n_labelled"],
+            "ts": runner.experiment.last_ts,
+            "results": results,
+        }
+        self._publish_last(stream, runner, value, seq)
 
     def _publish_failure(self, stream: str, runner: StreamRunner) -> None:
         """Tell the metrics topic that ``stream`` stopped, in place of its results.
@@ -408,21 +409,21 @@ class StreamWorker:
         topic.
         """
         self.flush_predictions()
-        seq = runner.take_seq()
-        self._produce_output(
-            "metrics",
-            stream,
-            {
-                "stream": stream,
-                "kind": "failed",
-                "n_labelled": runner.experiment.n_labelled,
-                "ts": runner.experiment.last_ts,
-                "error": runner.failed,
-                "deadletter": self.names.deadletter,
-            },
-            seq,
-            runner,
-        )
+        value = {
+            "stream": stream,
+            "kind": "failed",
+            "n_labelled": runner.experiment.n_labelled,
+            "ts": runner.experiment.last_ts,
+            "error": runner.failed,
+            "deadletter": self.names.deadletter,
+        }
+        self._publish_last(stream, runner, value, runner.take_seq())
+
+    def _publish_last(
+        self, stream: str, runner: StreamRunner, value: dict[str, Any], seq: int
+    ) -> None:
+        """The stream's last output (its results or its failure) on the metrics topic."""
+        self._produce_output("metrics", stream, value, seq, runner)
         self.published_results.add(stream)
         self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
 

@@ -37,6 +37,7 @@ def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
 
     from agents.config import KafkaSettings
     from agents.topics import TopicNames
+    from agents.worker import failure_text
 
     settings = KafkaSettings.from_env()
     topic = TopicNames.for_prefix(settings.topic_prefix).metrics
@@ -65,8 +66,7 @@ def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
                 return value["results"]
             if value.get("kind") == "failed":
                 raise StreamFailed(
-                    f"stream {stream!r} stopped: {value.get('error')} (the event that failed "
-                    f"is in the deadletter topic {value.get('deadletter')})"
+                    failure_text(stream, value.get("error"), value.get("deadletter"))
                 )
         return None
     finally:
