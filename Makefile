@@ -29,8 +29,8 @@ readme-check: install  ## every README command as written, the slow ones too (ma
 	STREAMEVAL_README_SLOW=$(README_SLOW) $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_readme_commands.py
 
 lint: install  ## ruff over the code
-	$(BIN)/ruff check pipeline agents schemas tests
-	$(BIN)/ruff format --check pipeline agents schemas tests
+	$(BIN)/ruff check streameval pipeline agents schemas tests docker
+	$(BIN)/ruff format --check streameval pipeline agents schemas tests docker
 
 run: install  ## the main job: replay Electricity through Kafka (embedded broker unless KAFKA_BOOTSTRAP_SERVERS is set)
 	$(BIN)/streameval run --dataset electricity --delay natural --learner nochange --learner majority \

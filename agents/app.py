@@ -3,11 +3,11 @@
 The three input topics are co-partitioned and keyed by stream id, so the
 worker that owns a partition sees a stream's definition, features and labels
 together. The agent does no evaluation itself: it hands each message to the
-:class:`~agents.worker.StreamWorker`, and acknowledges messages only after a
+:class:`~streameval.agents.worker.StreamWorker`, and acknowledges messages only after a
 checkpoint containing them has been written (manual acks, ``noack``), which is
 what lets a restarted worker end with the results of an uninterrupted run.
 
-With a :class:`~agents.health.BrokerHealth` the agent also waits while the
+With a :class:`~streameval.agents.health.BrokerHealth` the agent also waits while the
 broker is lost: it takes no new message until the broker answers again, and a
 checkpoint runs in a thread (so the web views keep answering ``/health``
 during an outage) and is retried until the broker has confirmed every part of
@@ -15,7 +15,7 @@ it. One lock keeps the agent, the housekeeping timer and a checkpoint in
 progress from touching the runners at the same time.
 
 Time the worker could not read does not count as silence of the input topics
-(:class:`~agents.idle.IdleClock`): the idle clock of the worker (``--idle-timeout``,
+(:class:`~streameval.agents.idle.IdleClock`): the idle clock of the worker (``--idle-timeout``,
 after which a stream's queued events pass its other, silent, topic) stops while
 the broker is lost and while the consumer group rebalances (a consumer whose
 session expired during an outage rejoins its group), starts again at the first
@@ -36,11 +36,11 @@ import tempfile
 import time
 from typing import Any, NoReturn
 
-from agents.config import KafkaSettings
-from agents.dashboard import register_views
-from agents.health import EXIT_BROKER_LOST, BrokerHealth
-from agents.topics import TopicNames
-from agents.worker import StreamWorker
+from streameval.agents.config import KafkaSettings
+from streameval.agents.dashboard import register_views
+from streameval.agents.health import EXIT_BROKER_LOST, BrokerHealth
+from streameval.agents.topics import TopicNames
+from streameval.agents.worker import StreamWorker
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def create_app(
 ) -> Any:
     """Build the Faust app around ``worker``; run it with :func:`run_app`.
 
-    ``health`` (see :mod:`agents.health`) pauses the agent while the broker is lost.
+    ``health`` (see :mod:`streameval.agents.health`) pauses the agent while the broker is lost.
     """
     import faust
 
@@ -153,7 +153,7 @@ def create_app(
 def _give_up(message: str, code: int = 1) -> NoReturn:
     """Exit now, without acknowledging anything: a restart resumes from the last checkpoint.
 
-    ``code`` is :data:`~agents.health.EXIT_BROKER_LOST` when the broker timeout ran out,
+    ``code`` is :data:`~streameval.agents.health.EXIT_BROKER_LOST` when the broker timeout ran out,
     as when the broker monitor gives up.
     """
     print(f"streameval worker: {message}; exiting", file=sys.stderr, flush=True)

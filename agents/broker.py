@@ -43,7 +43,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any
 
-from agents.config import KafkaSettings, redact_config
+from streameval.agents.config import KafkaSettings, redact_config
 
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines from the probes in this module (connection refused...).
@@ -74,7 +74,7 @@ def wait_for_broker(
     """Block until the cluster at ``bootstrap`` answers a metadata request.
 
     ``config`` adds client settings (security, from
-    :meth:`~agents.config.KafkaSettings.confluent_config`); ``alive`` is polled
+    :meth:`~streameval.agents.config.KafkaSettings.confluent_config`); ``alive`` is polled
     between attempts and aborts the wait when it returns False (used for a
     broker process that died); ``hint`` ends the error message. ``timeout`` is
     capped at 15 s. Returns the number of brokers in the metadata; raises

@@ -1,6 +1,6 @@
 """Authenticated checkpoints of stream state on a Kafka topic.
 
-A checkpoint is the pickle of a :class:`~pipeline.runner.StreamRunner`.
+A checkpoint is the pickle of a :class:`~streameval.pipeline.runner.StreamRunner`.
 Unpickling runs code, so nothing read back from a topic is unpickled before
 its HMAC-SHA256 (key from ``STREAMEVAL_CHECKPOINT_KEY``) has been verified: a
 tampered or foreign checkpoint is refused with :class:`CheckpointError`.
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.topics import messages_to_end
+from streameval.agents.topics import messages_to_end
 
 log = logging.getLogger(__name__)
 

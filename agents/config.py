@@ -13,7 +13,7 @@ Environment variables (all optional):
 
 =================================  ===========================================
 ``KAFKA_BOOTSTRAP_SERVERS``        ``host:port[,host:port...]``; unset: the
-                                   embedded Tansu broker (:mod:`agents.broker`)
+                                   embedded Tansu broker (:mod:`streameval.agents.broker`)
 ``KAFKA_SECURITY_PROTOCOL``        ``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT``,
                                    ``SASL_SSL``; unset: inferred (``SASL_*``
                                    when a SASL user is set, ``*SSL`` when any
@@ -115,7 +115,7 @@ class KafkaSettings:
 
     Build it with :meth:`from_env` (the normal way) or directly (tests, tools).
     ``bootstrap_servers=None`` means "no cluster configured: use the embedded
-    broker"; :func:`agents.broker.broker_for` then starts one and
+    broker"; :func:`streameval.agents.broker.broker_for` then starts one and
     :meth:`with_bootstrap` fills in its address.
 
     >>> s = KafkaSettings.from_env({"KAFKA_BOOTSTRAP_SERVERS": "k1:9092,k2:9092"})
@@ -243,7 +243,8 @@ class KafkaSettings:
         if not self.bootstrap_servers:
             raise ConfigError(
                 "no Kafka bootstrap servers: set KAFKA_BOOTSTRAP_SERVERS, or start the embedded "
-                "broker (agents.broker.broker_for) and use settings.with_bootstrap(address)"
+                "broker (streameval.agents.broker.broker_for) and use "
+                "settings.with_bootstrap(address)"
             )
         return ",".join(self.hosts)
 
@@ -377,7 +378,7 @@ def redact_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def file_sections() -> dict[str, dict[str, Any]]:
-    """The config file's environment-only settings (:mod:`pipeline.settings`).
+    """The config file's environment-only settings (:mod:`streameval.cli.settings`).
 
     ``[kafka]`` holds one key per :data:`ENV_FIELDS` entry, named as the
     :class:`KafkaSettings` field (``bootstrap_servers``, ``sasl_password``, ...);
@@ -390,7 +391,7 @@ def file_sections() -> dict[str, dict[str, Any]]:
     >>> kafka["sasl_password"].env, kafka["sasl_password"].secret, kafka["partitions"].kind
     ('KAFKA_SASL_PASSWORD', True, <class 'int'>)
     """
-    from pipeline.settings import EnvSetting
+    from streameval.cli.settings import EnvSetting
 
     defaults = {f.name: f.default for f in dataclasses.fields(KafkaSettings)}
     kafka = {

@@ -23,7 +23,7 @@ with 405).
 recorded since, which is what the page's one-second polling costs when a stream is idle.
 
 Every answer carries ``health`` (see :func:`health_summary`): ``healthy``, the
-``reason`` when not, and the ``broker``'s state from :mod:`agents.health`
+``reason`` when not, and the ``broker``'s state from :mod:`streameval.agents.health`
 (``reachable``/``unreachable``, ``since`` -- wall time of the last change --,
 the last error, the failed attempts and the timeout). ``/health`` answers 200
 with the same fields while healthy, else 503.
@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from pipeline.events import DriftEvent
-from pipeline.experiment import MetricSnapshot
+from streameval.pipeline.events import DriftEvent
+from streameval.pipeline.experiment import MetricSnapshot
 
 #: Snapshot metrics kept as time series (``None`` where a snapshot lacks one, e.g. ``auc``
 #: of a stream that is not binary).
@@ -237,9 +237,9 @@ def health_summary(
 ) -> dict[str, Any]:
     """Healthy or not, and why: the worker's own state and the broker's.
 
-    ``status`` is :meth:`~agents.worker.StreamWorker.status` (``healthy`` is False
+    ``status`` is :meth:`~streameval.agents.worker.StreamWorker.status` (``healthy`` is False
     once an output was not delivered); ``broker`` is
-    :meth:`~agents.health.BrokerHealth.to_json`.
+    :meth:`~streameval.agents.health.BrokerHealth.to_json`.
 
     >>> health_summary({"healthy": True}, {"state": "unreachable", "address": "k:9092",
     ...                 "reason": "timed out", "down_seconds": 4.0})["reason"]
@@ -301,7 +301,7 @@ def _csp_hash(text: str) -> str:
 def dashboard_page() -> tuple[str, str]:
     """The dashboard HTML and its Content-Security-Policy (hashes of its inline parts)."""
     if "page" not in _page_cache:
-        html = resources.files("agents").joinpath("static/dashboard.html").read_text("utf-8")
+        html = resources.files(__package__).joinpath("static/dashboard.html").read_text("utf-8")
         scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.DOTALL)
         styles = re.findall(r"<style>(.*?)</style>", html, flags=re.DOTALL)
         csp = "; ".join(
@@ -323,8 +323,8 @@ def dashboard_page() -> tuple[str, str]:
 def register_views(app: Any, worker: Any, broker_health: Any = None) -> None:
     """Add ``/dashboard``, ``/api/metrics`` and ``/health`` to the Faust ``app``.
 
-    ``worker`` is the :class:`~agents.worker.StreamWorker` (its ``history`` and
-    ``status()``), ``broker_health`` its :class:`~agents.health.BrokerHealth` (if any).
+    ``worker`` is the :class:`~streameval.agents.worker.StreamWorker` (its ``history`` and
+    ``status()``), ``broker_health`` its :class:`~streameval.agents.health.BrokerHealth` (if any).
     ``/health`` answers 200 while both are healthy, else 503 with the reason.
     """
 

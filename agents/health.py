@@ -18,7 +18,7 @@ it:
   healthy again.
 * librdkafka's error callback of the worker's producer (:meth:`on_kafka_error`):
   ``_ALL_BROKERS_DOWN`` and ``_TRANSPORT`` mark the broker lost at once.
-* the Faust app (:mod:`agents.app`), when a checkpoint could not be confirmed.
+* the Faust app (:mod:`streameval.agents.app`), when a checkpoint could not be confirmed.
 
 Faust 0.15 over aiokafka surfaces a lost broker only as log records (``Unable
 connect to node``, ``Heartbeat send request failed``, ``Failed fetch
@@ -29,7 +29,7 @@ When the broker has been unreachable for longer than the timeout
 (``--broker-timeout``, ``STREAMEVAL_BROKER_TIMEOUT``, :data:`DEFAULT_TIMEOUT`
 seconds) the monitor calls its ``on_expired`` callback; the worker then exits
 with :data:`EXIT_BROKER_LOST`. Its input offsets only ever advance after a
-complete checkpoint (see :mod:`agents.app`), so the state a restarted worker
+complete checkpoint (see :mod:`streameval.agents.app`), so the state a restarted worker
 resumes from is the last complete checkpoint, and the results are those of an
 uninterrupted run.
 """

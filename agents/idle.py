@@ -1,7 +1,7 @@
 """How long the input topics have been silent, counting only time the worker could read them.
 
 The worker's idle release (``--idle-timeout``: one topic's queued events pass the
-other, silent, topic; see :meth:`pipeline.merge.EventMerger.release_idle`) must
+other, silent, topic; see :meth:`streameval.pipeline.merge.EventMerger.release_idle`) must
 fire on silence of the *topics*, never on time the worker itself could not read:
 while it starts and joins its consumer group, while the broker is lost, and while
 it rejoins after an outage (a consumer whose session expired during the outage

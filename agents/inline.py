@@ -1,13 +1,13 @@
 """One run's stream evaluated in the ``run`` process itself, read by a plain consumer.
 
 ``streameval worker`` is the deployable service: a Faust app in a consumer group
-(:mod:`agents.app`) that evaluates every stream of its partitions, checkpoints,
+(:mod:`streameval.agents.app`) that evaluates every stream of its partitions, checkpoints,
 and survives restarts. ``streameval run`` serves a single stream that ends with
 the run, and for that the Faust worker costs more than the evaluation of a
 small stream: a second interpreter, Faust's start-up and the consumer-group join
 took 5.6-6.5 s of a 12 s Electricity run in ``make bench`` (target 2).
 
-:func:`consume_stream` feeds the same :class:`~agents.worker.StreamWorker` from
+:func:`consume_stream` feeds the same :class:`~streameval.agents.worker.StreamWorker` from
 a plain ``confluent_kafka.Consumer`` in the calling process: the partitions of
 the three input topics are *assigned* (no group, so no join and no rebalance),
 read from the offsets they had before the run produced anything, and only the
@@ -18,8 +18,8 @@ results of ``evaluate`` (``tests/test_kafka_pipeline.py``).
 
 What it does not do: checkpoint (a run that dies is simply run again) and serve
 the dashboard (``run --dashboard`` starts the Faust worker instead). A lost
-broker is watched as in the worker (:mod:`agents.health`): the run exits with
-:data:`~agents.health.EXIT_BROKER_LOST` after the broker timeout.
+broker is watched as in the worker (:mod:`streameval.agents.health`): the run exits with
+:data:`~streameval.agents.health.EXIT_BROKER_LOST` after the broker timeout.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agents.config import KafkaSettings
-from agents.topics import TopicNames
-from agents.worker import StreamWorker, failure_text, watched_producer
+from streameval.agents.config import KafkaSettings
+from streameval.agents.topics import TopicNames
+from streameval.agents.worker import StreamWorker, failure_text, watched_producer
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
@@ -139,14 +139,14 @@ def run_inline(
     Returns what ``produce`` returned. ``produce`` is given an event that is set when
     the evaluation stopped early (the stream failed, the time ran out): it should
     then stop producing. The results document is on the metrics
-    topic when this returns (read it with a :class:`~agents.commands.ResultsWaiter`
+    topic when this returns (read it with a :class:`~streameval.cli.kafka.ResultsWaiter`
     created before ``produce`` submits the experiment).
     """
     import secrets
     from concurrent.futures import ThreadPoolExecutor
 
-    from agents.health import broker_timeout as timeout_of
-    from agents.health import watch_broker
+    from streameval.agents.health import broker_timeout as timeout_of
+    from streameval.agents.health import watch_broker
 
     start = input_offsets(settings)
     health, monitor = watch_broker(

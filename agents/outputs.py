@@ -2,7 +2,7 @@
 
 Every output of a stream (prediction, metric snapshot, drift alarm, the results
 message) carries ``seq``, its number among the stream's outputs
-(:class:`~pipeline.runner.StreamRunner` counts them; the numbers depend only on
+(:class:`~streameval.pipeline.runner.StreamRunner` counts them; the numbers depend only on
 the input order, so they are the same in an uninterrupted run and after any
 restart). A worker killed after its last checkpoint may have delivered some of
 the outputs its successor will produce again. To mark those ``duplicate``, the
@@ -36,7 +36,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from agents.topics import messages_to_end
+from streameval.agents.topics import messages_to_end
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Replay producer: write a stream's input events to the features and labels topics.
 
 :func:`replay` takes the ordered input events of one or more streams
-(:class:`~pipeline.events.FeatureEvent`, :class:`~pipeline.events.LabelEvent`,
-:class:`~pipeline.events.EndOfStream`) and produces them with one idempotent
+(:class:`~streameval.pipeline.events.FeatureEvent`, :class:`~streameval.pipeline.events.LabelEvent`,
+:class:`~streameval.pipeline.events.EndOfStream`) and produces them with one idempotent
 confluent-kafka producer:
 
 * feature events to the features topic, label events to the labels topic, the
@@ -38,10 +38,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.config import KafkaSettings
-from agents.topics import TopicNames
-from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
-from schemas import encode
+from streameval.agents.config import KafkaSettings
+from streameval.agents.topics import TopicNames
+from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
+from streameval.schemas import encode
 
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines (connection refused, retries...) go here, not to raw stderr.
@@ -255,7 +255,7 @@ class ReplayStats:
 
 
 def _make_progress(progress: bool | None, total: int | None) -> Any:
-    from pipeline.progress import Progress
+    from streameval.pipeline.progress import Progress
 
     enabled = sys.stderr.isatty() if progress is None else progress
     return Progress(total=total, label="events", stream=sys.stderr, enabled=enabled)

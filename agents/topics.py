@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import KINDS
+from streameval.schemas import KINDS
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def ensure_topics(
     """Create the pipeline's topics if missing and check the existing ones.
 
     ``admin_config`` is a confluent-kafka config (at least ``bootstrap.servers``;
-    :meth:`~agents.config.KafkaSettings.confluent_config` gives one).
+    :meth:`~streameval.agents.config.KafkaSettings.confluent_config` gives one).
     ``partitions`` is one count for every topic, or ``{kind: count}`` with an
     optional ``"default"``; features and labels must get the same count.
     ``replication_factor=-1`` asks for the broker's default.

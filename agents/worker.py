@@ -1,12 +1,12 @@
 """What a worker does with each message: decode, route to the stream's runner, publish.
 
 :class:`StreamWorker` is the Kafka glue between the Faust agent
-(:mod:`agents.app`) and the pure core: it decodes and validates messages
-(``schemas``), keeps one :class:`~pipeline.runner.StreamRunner` per stream,
+(:mod:`streameval.agents.app`) and the pure core: it decodes and validates messages
+(``schemas``), keeps one :class:`~streameval.pipeline.runner.StreamRunner` per stream,
 publishes what the runners produce (predictions, metrics, drift alarms, the
 final results document) with a confluent-kafka producer, sends bad input to
 ``deadletter`` with its reason and source offset, and writes authenticated
-checkpoints (:mod:`agents.checkpoint`). No metric or learner logic lives here.
+checkpoints (:mod:`streameval.agents.checkpoint`). No metric or learner logic lives here.
 
 Delivery guarantee: the agent acknowledges input messages only after a
 checkpoint that contains their effect has been written (and every output
@@ -15,7 +15,7 @@ state; what is redelivered after a crash is dropped by the runners' Kafka
 positions. Outputs produced after the last checkpoint of a crashed worker are
 produced again by its successor (at-least-once on the output topics), with the
 same output ``seq``; those the crashed worker had delivered are flagged
-``"duplicate": true`` and counted (:mod:`agents.outputs`).
+``"duplicate": true`` and counted (:mod:`streameval.agents.outputs`).
 
 A stream is checkpointed as soon as it is defined, before any of its events,
 so a worker killed before the stream's first regular checkpoint leaves its
@@ -30,26 +30,26 @@ import time
 from collections import Counter
 from typing import Any
 
-from agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
-from agents.config import KafkaSettings
-from agents.dashboard import DashboardHistory
-from agents.health import PRODUCER_QUEUE, BrokerHealth
-from agents.idle import IdleClock
-from agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
-from agents.topics import TopicNames
-from pipeline.config import ExperimentConfig
-from pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
-from pipeline.experiment import MetricSnapshot, Output, clean
-from pipeline.ingest import Rejection
-from pipeline.merge import FEATURES, LABELS
-from pipeline.runner import StreamRunner
-from pipeline.spec import SpecError
-from schemas import deadletter_record, decode, decode_events, encode
+from streameval.agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
+from streameval.agents.config import KafkaSettings
+from streameval.agents.dashboard import DashboardHistory
+from streameval.agents.health import PRODUCER_QUEUE, BrokerHealth
+from streameval.agents.idle import IdleClock
+from streameval.agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
+from streameval.agents.topics import TopicNames
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
+from streameval.pipeline.experiment import MetricSnapshot, Output, clean
+from streameval.pipeline.ingest import Rejection
+from streameval.pipeline.merge import FEATURES, LABELS
+from streameval.pipeline.runner import StreamRunner
+from streameval.pipeline.spec import SpecError
+from streameval.schemas import deadletter_record, decode, decode_events, encode
 
 log = logging.getLogger(__name__)
 
 # murmur2_random: a stream's outputs land on the partition of its inputs (co-partitioned),
-# a partition a restarted worker can compute (agents.outputs)
+# a partition a restarted worker can compute (streameval.agents.outputs)
 PRODUCER_DEFAULTS = {
     "linger.ms": 20,
     "enable.idempotence": True,
@@ -71,7 +71,8 @@ def failure_text(stream: str, error: Any, deadletter: str) -> str:
 
 def watched_producer(settings: KafkaSettings, health: BrokerHealth) -> Any:
     """A worker's output producer that reports broker errors to ``health``, its queue sized
-    for the outputs of what was taken before an outage was noticed (:mod:`agents.health`)."""
+    for the outputs of what was taken before an outage was noticed
+    (:mod:`streameval.agents.health`)."""
     from confluent_kafka import Producer
 
     return Producer(
@@ -111,7 +112,8 @@ class StreamWorker:
         # make and publish predictions for the streams this worker defines (a restored stream
         # keeps the choice of the worker that defined it, and so its output numbering)
         self.predictions = predictions
-        # False for a worker that is never restarted (agents.inline): it writes no checkpoint
+        # False for a worker that is never restarted (streameval.agents.inline): it writes no
+        # checkpoint
         self.checkpoints = checkpoints
         self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
         self.runners: dict[str, StreamRunner] = {}
@@ -148,7 +150,7 @@ class StreamWorker:
         (its definition or one of its events arrives), so checkpoints of other
         experiments on the same topics, written with another key, are never read.
         A checkpoint whose HMAC does not verify stops the worker with
-        :class:`~agents.checkpoint.CheckpointError`: resuming without it would give
+        :class:`~streameval.agents.checkpoint.CheckpointError`: resuming without it would give
         wrong results, silently.
         """
         self._checkpoints = read_checkpoints(

@@ -9,7 +9,7 @@ document ``streameval evaluate --json`` writes) and the report
 ``OUT/STREAM-report/report.html``.
 
 Connection settings come from the ``KAFKA_*`` environment variables
-(:class:`agents.config.KafkaSettings`), as for every streameval command.
+(:class:`streameval.agents.config.KafkaSettings`), as for every streameval command.
 Exit status: 0 with the files written, 1 when ``--timeout`` passes first.
 """
 
@@ -34,10 +34,9 @@ def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
     """The results document of ``stream`` from the metrics topic, or ``None`` at the timeout;
     raises :class:`StreamFailed` when the worker says the stream failed."""
     from confluent_kafka import Consumer
-
-    from agents.config import KafkaSettings
-    from agents.topics import TopicNames
-    from agents.worker import failure_text
+    from streameval.agents.config import KafkaSettings
+    from streameval.agents.topics import TopicNames
+    from streameval.agents.worker import failure_text
 
     settings = KafkaSettings.from_env()
     topic = TopicNames.for_prefix(settings.topic_prefix).metrics
@@ -99,8 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results is None:
         print(f"no results for stream {args.stream!r} within {args.timeout:.0f} s", file=sys.stderr)
         return 1
-    from pipeline.cli import print_results
-    from pipeline.report.html import write_report
+    from streameval.pipeline.report.html import write_report
+
+    from streameval.cli.main import print_results
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

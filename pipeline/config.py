@@ -3,7 +3,7 @@
 An :class:`ExperimentConfig` is all that is needed to rebuild an experiment:
 ``streameval evaluate`` builds it from command-line options, the Kafka
 pipeline ships it as a message on the ``experiments`` topic. Both drivers then
-feed the same :class:`~pipeline.experiment.Experiment`, so equal configs and
+feed the same :class:`~streameval.pipeline.experiment.Experiment`, so equal configs and
 equal event sequences give equal results, number for number.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.forgetting import Forgetting
 
 Task = Literal["classification", "regression"]
 
@@ -39,7 +39,7 @@ class ExperimentConfig:
     stream
         Stream id (the dataset spec for replays).
     learners
-        Learner specs (``nochange``, ``ta:ht``, ...); see :mod:`pipeline.learners`.
+        Learner specs (``nochange``, ``ta:ht``, ...); see :mod:`streameval.pipeline.learners`.
     task
         ``classification`` or ``regression``.
     window, fading
@@ -77,7 +77,7 @@ class ExperimentConfig:
         and the replay producer.
     features
         The stream's feature names; the Kafka pipeline rejects feature vectors
-        with other names (``pipeline.ingest``).
+        with other names (``streameval.pipeline.ingest``).
     """
 
     stream: str

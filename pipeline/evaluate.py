@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ExperimentConfig
-from pipeline.events import InputEvent
-from pipeline.experiment import Experiment, Output
-from pipeline.progress import Progress
-from pipeline.streams.datasets import Dataset, load
-from pipeline.streams.delay import parse_delay
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.events import InputEvent
+from streameval.pipeline.experiment import Experiment, Output
+from streameval.pipeline.progress import Progress
+from streameval.pipeline.streams.datasets import Dataset, load
+from streameval.pipeline.streams.delay import parse_delay
+from streameval.pipeline.streams.schedule import replay_schedule
 
 
 def prepare(

@@ -21,9 +21,9 @@ is seen after them (this makes ``time:S`` with ``S = N * step`` equal to the
 Labels of classification streams are strings (as in the CSV files and on the
 wire); regression targets are floats.
 
-Output events are what an :class:`~pipeline.experiment.Experiment` emits:
+Output events are what an :class:`~streameval.pipeline.experiment.Experiment` emits:
 :class:`PredictionEvent`, :class:`DriftEvent` and metric snapshots
-(:class:`pipeline.experiment.MetricSnapshot`).
+(:class:`streameval.pipeline.experiment.MetricSnapshot`).
 """
 
 from __future__ import annotations

@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
-from pipeline.config import ExperimentConfig
-from pipeline.diagnostics.temporal import TemporalDependence
-from pipeline.drift.evaluation import score_detections
-from pipeline.drift.spec import build_detector
-from pipeline.events import (
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.diagnostics.temporal import TemporalDependence
+from streameval.pipeline.drift.evaluation import score_detections
+from streameval.pipeline.drift.spec import build_detector
+from streameval.pipeline.events import (
     DriftEvent,
     EndOfStream,
     FeatureEvent,
@@ -43,18 +43,18 @@ from pipeline.events import (
     LabelEvent,
     PredictionEvent,
 )
-from pipeline.learners.base import StreamContext, argmax
-from pipeline.learners.baselines import Majority, NoChange
-from pipeline.learners.spec import build_learner, learner_lags
-from pipeline.metrics.auc import PrequentialAUC
-from pipeline.metrics.binned import BinnedClassificationMetrics, BinnedRegressionMetrics
-from pipeline.metrics.classification import ClassificationMetrics
-from pipeline.metrics.comparison import QStatistic, SignedMcNemar
-from pipeline.metrics.regression import RegressionMetrics
-from pipeline.reeval.bins import average_per_bin, dominant_per_bin
-from pipeline.reeval.buffer import PendingBuffer
-from pipeline.reeval.summary import weighted_summary, weights_preset
-from pipeline.report.curves import CurveRecorder
+from streameval.pipeline.learners.base import StreamContext, argmax
+from streameval.pipeline.learners.baselines import Majority, NoChange
+from streameval.pipeline.learners.spec import build_learner, learner_lags
+from streameval.pipeline.metrics.auc import PrequentialAUC
+from streameval.pipeline.metrics.binned import BinnedClassificationMetrics, BinnedRegressionMetrics
+from streameval.pipeline.metrics.classification import ClassificationMetrics
+from streameval.pipeline.metrics.comparison import QStatistic, SignedMcNemar
+from streameval.pipeline.metrics.regression import RegressionMetrics
+from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin
+from streameval.pipeline.reeval.buffer import PendingBuffer
+from streameval.pipeline.reeval.summary import weighted_summary, weights_preset
+from streameval.pipeline.report.curves import CurveRecorder
 
 PER = "__per__"
 MAJ = "__maj__"

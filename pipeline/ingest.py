@@ -1,7 +1,7 @@
 """What may enter an experiment: the rules for bad input that schemas cannot check.
 
 The Kafka pipeline receives whatever producers write. After each message has
-passed its JSON Schema (``schemas/``) and the merge (:mod:`pipeline.merge`),
+passed its JSON Schema (``schemas/``) and the merge (:mod:`streameval.pipeline.merge`),
 :class:`IngestGuard` decides, per stream, what the experiment gets:
 
 * a feature vector with features the stream does not have (its names come
@@ -32,7 +32,7 @@ Event time never goes backwards in what the experiment gets: an admitted event
 older than the newest time already admitted enters at that time instead
 (counted in ``n_retimed``), as an orphan label enters at its features' time.
 The merge of two in-order topics never needs this; an idle release
-(:meth:`~pipeline.merge.EventMerger.release_idle`) or a topic written out of
+(:meth:`~streameval.pipeline.merge.EventMerger.release_idle`) or a topic written out of
 order does, and without it a waiting period could end before it started (a
 label older than its features, a re-prediction older than the first one).
 
@@ -48,8 +48,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
-from pipeline.merge import Source
+from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
+from streameval.pipeline.merge import Source
 
 #: Largest magnitude of a numeric feature value or regression target that is admitted.
 MAX_MAGNITUDE = 1e50

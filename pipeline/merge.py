@@ -3,15 +3,15 @@
 Kafka keeps order within a partition, not across topics: the features and the
 labels of one stream arrive on two co-partitioned topics, each in its own
 order, interleaved arbitrarily by the consumer. :class:`EventMerger` restores
-the total order ``(ts, kind, seq)`` of :mod:`pipeline.events` with a
+the total order ``(ts, kind, seq)`` of :mod:`streameval.pipeline.events` with a
 watermark: an event is released once the *other* topic has shown an event
 that sorts after it (or has ended), so the experiment sees exactly the
 sequence the in-process driver sees.
 
 Duplicates are not its business: a message redelivered after a crash is
-recognised by its Kafka position (:class:`~pipeline.runner.StreamRunner`), a
+recognised by its Kafka position (:class:`~streameval.pipeline.runner.StreamRunner`), a
 second delivery of an instance's features or label by its id
-(:class:`~pipeline.ingest.IngestGuard`). Events that arrive on a topic after
+(:class:`~streameval.pipeline.ingest.IngestGuard`). Events that arrive on a topic after
 its end-of-stream marker are dropped and counted.
 
 Each event may carry its *source* (topic kind, partition, offset of the Kafka message
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from pipeline.events import EndOfStream, InputEvent, LabelEvent
+from streameval.pipeline.events import EndOfStream, InputEvent, LabelEvent
 
 FEATURES = "features"
 LABELS = "labels"
@@ -56,7 +56,7 @@ class _Side:
 class EventMerger:
     """Watermark merge of one stream's feature and label events.
 
-    >>> from pipeline.events import FeatureEvent, LabelEvent
+    >>> from streameval.pipeline.events import FeatureEvent, LabelEvent
     >>> m = EventMerger()
     >>> m.push(FEATURES, FeatureEvent("s", "0", 0.0, {"a": 1.0}, 0))
     True

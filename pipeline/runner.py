@@ -3,9 +3,9 @@
 The Kafka worker keeps one :class:`StreamRunner` per stream and hands it the
 events it decodes from the feature and label topics, in whatever order the
 consumer delivers them. The runner restores the schedule order
-(:class:`~pipeline.merge.EventMerger`), applies the bad-input rules
-(:class:`~pipeline.ingest.IngestGuard`) and feeds the same
-:class:`~pipeline.experiment.Experiment` as ``streameval evaluate``. It is
+(:class:`~streameval.pipeline.merge.EventMerger`), applies the bad-input rules
+(:class:`~streameval.pipeline.ingest.IngestGuard`) and feeds the same
+:class:`~streameval.pipeline.experiment.Experiment` as ``streameval evaluate``. It is
 picklable: a pickle is the checkpoint of the stream, including the position
 (Kafka offset, index within a packed message) reached on each topic, so a
 restored runner drops the messages it has already seen when they are
@@ -32,17 +32,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.config import ExperimentConfig
-from pipeline.events import EndOfStream, InputEvent
-from pipeline.experiment import Experiment, Output
-from pipeline.ingest import IngestGuard, Rejection
-from pipeline.merge import EventMerger, Source
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.events import EndOfStream, InputEvent
+from streameval.pipeline.experiment import Experiment, Output
+from streameval.pipeline.ingest import IngestGuard, Rejection
+from streameval.pipeline.merge import EventMerger, Source
 
 
 class StreamRunner:
     """Merge, check and evaluate the events of one stream.
 
-    >>> from pipeline.events import FeatureEvent, LabelEvent, EndOfStream
+    >>> from streameval.pipeline.events import FeatureEvent, LabelEvent, EndOfStream
     >>> r = StreamRunner(ExperimentConfig("s", ["nochange"]))
     >>> r.push("labels", LabelEvent("s", "0", 0.0, "a", 1))
     ([], [])

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-#: Topic kinds with a schema (the same kinds as :data:`agents.topics.TOPIC_KINDS`).
+#: Topic kinds with a schema (the same kinds as :data:`streameval.agents.topics.TOPIC_KINDS`).
 KINDS: tuple[str, ...] = (
     "features",
     "labels",

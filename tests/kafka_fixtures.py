@@ -7,10 +7,10 @@ Import them in ``tests/conftest.py``::
 ``kafka_bootstrap`` (session) picks the broker, first match wins:
 
 1. ``KAFKA_BOOTSTRAP_SERVERS`` -- an existing cluster (security settings from
-   the other ``KAFKA_*`` variables, see :mod:`agents.config`);
+   the other ``KAFKA_*`` variables, see :mod:`streameval.agents.config`);
 2. a testcontainers ``KafkaContainer`` when a Docker engine answers a ping
    within 2 s (``STREAMEVAL_TEST_DOCKER=0`` skips this step);
-3. the embedded Tansu broker (:class:`agents.broker.EmbeddedBroker`).
+3. the embedded Tansu broker (:class:`streameval.agents.broker.EmbeddedBroker`).
 
 A broker that fails to start fails the tests that need it; they are never
 silently skipped. The broker is shared by every module that imports these
@@ -26,9 +26,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
-from agents.broker import EmbeddedBroker, wait_for_broker
-from agents.config import KafkaSettings
+from streameval.agents.broker import EmbeddedBroker, wait_for_broker
+from streameval.agents.config import KafkaSettings
 
 log = logging.getLogger(__name__)
 

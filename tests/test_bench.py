@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline import bench
+from streameval import bench
 
 
 def test_fit_recovers_a_line() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import build_parser
-from pipeline.helpformat import HelpFormatter
-from pipeline.settings import OPTION_ENV, subcommands
+from streameval.cli.helpformat import HelpFormatter
+from streameval.cli.main import build_parser
+from streameval.cli.settings import OPTION_ENV, subcommands
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def test_help_runs_for_every_command() -> None:
     for name, _ in PARSERS:
         argv = name.split()[1:]
         done = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *argv, "--help"],
+            [sys.executable, "-m", "streameval.cli", *argv, "--help"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -86,7 +86,7 @@ def test_help_runs_for_every_command() -> None:
         assert done.returncode == 0, (name, done.stderr)
         assert done.stdout.startswith("usage: streameval"), name
     evaluate = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "evaluate", "--help"],
+        [sys.executable, "-m", "streameval.cli", "evaluate", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -99,7 +99,7 @@ def test_help_runs_for_every_command() -> None:
 
 
 def test_kafka_commands_name_every_kafka_variable() -> None:
-    from agents.config import ENV_FIELDS
+    from streameval.agents.config import ENV_FIELDS
 
     for name, parser in PARSERS:
         if name.split()[-1] in ("run", "worker", "replay", "submit"):
@@ -113,7 +113,7 @@ def test_help_shows_the_config_files_values(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("[experiment]\nauc_window = 321\n")
     out = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "evaluate", "--config", "c.toml", "--help"],
+        [sys.executable, "-m", "streameval.cli", "evaluate", "--config", "c.toml", "--help"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """The live dashboard: the history the worker keeps, ``/api/metrics``, and the page in Chromium.
 
-The first tests are plain unit tests of :mod:`agents.dashboard`. The last one
+The first tests are plain unit tests of :mod:`streameval.agents.dashboard`. The last one
 runs the real thing: a broker, a worker with ``--web``, an Electricity replay
 paced to last about 15 s, and the page in headless Chromium (Selenium with
 Debian's ``chromium`` and ``chromium-driver``), checking that the curves grow
@@ -27,10 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from agents.dashboard import DashboardHistory, dashboard_page, metrics_payload, throughput
-from pipeline.events import DriftEvent
-from pipeline.experiment import MetricSnapshot
+from streameval.agents.dashboard import (
+    DashboardHistory,
+    dashboard_page,
+    metrics_payload,
+    throughput,
+)
+from streameval.pipeline.events import DriftEvent
+from streameval.pipeline.experiment import MetricSnapshot
 
 LEARNERS = ["nochange", "nb", "ta:ht"]
 
@@ -165,7 +169,7 @@ def test_views_answer_dashboard_metrics_and_health() -> None:
     import asyncio
     from types import SimpleNamespace
 
-    from agents.dashboard import register_views
+    from streameval.agents.dashboard import register_views
 
     app, worker = FakeApp(), FakeWorker()
     register_views(app, worker)
@@ -191,8 +195,8 @@ def test_views_report_a_lost_broker_with_reason_and_since() -> None:
     import asyncio
     from types import SimpleNamespace
 
-    from agents.dashboard import register_views
-    from agents.health import BrokerHealth
+    from streameval.agents.dashboard import register_views
+    from streameval.agents.health import BrokerHealth
 
     clock, ticks = FakeClock(), [50.0]
     broker = BrokerHealth("k1:9092", 120.0, clock=clock, monotonic=lambda: ticks[0])
@@ -364,11 +368,12 @@ CHART_POINTS = (
 def test_dashboard_updates_live_in_chromium(
     browser: Any, kafka_settings: Any, kafka_prefix: str, data_dir: Path, tmp_path: Path
 ) -> None:
-    from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
-    from agents.replay import PackedMessages, replay
-    from agents.topics import ensure_topics
-    from pipeline.config import ExperimentConfig
-    from pipeline.evaluate import prepare, schedule
+    from streameval.agents.replay import PackedMessages, replay
+    from streameval.agents.topics import ensure_topics
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import prepare, schedule
+
+    from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
 
     started = time.monotonic()
     settings = replace(kafka_settings, topic_prefix=kafka_prefix)

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.diagnostics import TemporalDependence, diagnose
-from pipeline.streams.base import Instance
-from pipeline.streams.datasets import load
+from streameval.pipeline.diagnostics import TemporalDependence, diagnose
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.datasets import load
 
 
 def stats_of(labels: str | list[str], **kwargs: int) -> dict:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from pipeline.drift.evaluation import DetectionReport, score_detections
+from streameval.pipeline.drift.evaluation import DetectionReport, score_detections
 
 
 def test_crafted_alarms() -> None:

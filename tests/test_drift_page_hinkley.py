@@ -6,14 +6,13 @@ import math
 import random
 
 import pytest
-
-from pipeline.drift.evaluation import collect_alarms
-from pipeline.drift.page_hinkley import (
+from streameval.pipeline.drift.evaluation import collect_alarms
+from streameval.pipeline.drift.page_hinkley import (
     PageHinkley,
     PageHinkleyStatistic,
     PrequentialPageHinkley,
 )
-from pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.forgetting import Forgetting
 
 
 def bernoulli_step(p0: float, p1: float, n0: int, n1: int, seed: int) -> list[float]:

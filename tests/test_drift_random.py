@@ -5,9 +5,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from pipeline.drift.evaluation import collect_alarms
-from pipeline.drift.random_detector import RandomDetector
+from streameval.pipeline.drift.evaluation import collect_alarms
+from streameval.pipeline.drift.random_detector import RandomDetector
 
 
 def test_p_one_alarms_every_30th_instance() -> None:

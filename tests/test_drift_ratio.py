@@ -7,9 +7,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-
-from pipeline.drift.evaluation import collect_alarms
-from pipeline.drift.ratio import (
+from streameval.pipeline.drift.evaluation import collect_alarms
+from streameval.pipeline.drift.ratio import (
     FadingRatioPageHinkley,
     RatioPageHinkley,
     WindowRatioPageHinkley,

@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from pipeline.drift.base import DriftDetector
-from pipeline.drift.evaluation import collect_alarms, score_detections
-from pipeline.drift.river_detectors import RiverDetector
+from streameval.pipeline.drift.base import DriftDetector
+from streameval.pipeline.drift.evaluation import collect_alarms, score_detections
+from streameval.pipeline.drift.river_detectors import RiverDetector
 
 
 def bernoulli_step(p0: float, p1: float, n0: int, n1: int, seed: int) -> list[float]:

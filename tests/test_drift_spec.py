@@ -6,8 +6,7 @@ import pickle
 import random
 
 import pytest
-
-from pipeline.drift import (
+from streameval.pipeline.drift import (
     DETECTORS,
     FadingRatioPageHinkley,
     PageHinkley,
@@ -18,9 +17,9 @@ from pipeline.drift import (
     build_detector,
     collect_alarms,
 )
-from pipeline.drift.base import DriftDetector
-from pipeline.metrics.forgetting import Forgetting
-from pipeline.spec import SpecError
+from streameval.pipeline.drift.base import DriftDetector
+from streameval.pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.spec import SpecError
 
 SPECS = [
     "ph",

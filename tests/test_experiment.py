@@ -5,15 +5,14 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import evaluate
-from pipeline.events import EndOfStream, FeatureEvent, LabelEvent, PredictionEvent
-from pipeline.experiment import Experiment
-from pipeline.reeval.bins import bin_of
-from pipeline.streams.base import Instance
-from pipeline.streams.delay import InstanceDelay
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, PredictionEvent
+from streameval.pipeline.experiment import Experiment
+from streameval.pipeline.reeval.bins import bin_of
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.delay import InstanceDelay
+from streameval.pipeline.streams.schedule import replay_schedule
 
 
 def crafted(n: int) -> list[Instance]:

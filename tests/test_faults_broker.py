@@ -8,7 +8,8 @@
   deadletter topic, nothing is counted twice, and the metrics equal ``evaluate``'s. The
   only trace left in the results document is ``counters.feature_updates``: the second
   features of the instances still waiting for their labels count as evolving features
-  (identical ones), exactly as the in-process :class:`~pipeline.runner.StreamRunner` does.
+  (identical ones), exactly as the in-process
+  :class:`~streameval.pipeline.runner.StreamRunner` does.
 
 The broker lost mid-run (each test on an embedded Tansu broker of its own, which it
 pauses with ``SIGSTOP`` -- connections stay open, nothing answers -- or kills):
@@ -45,18 +46,18 @@ from urllib.error import HTTPError, URLError
 from urllib.request import urlopen
 
 import pytest
+from streameval.agents.broker import EmbeddedBroker
+from streameval.agents.config import KafkaSettings
+from streameval.agents.health import EXIT_BROKER_LOST, PROBE_TIMEOUT
+from streameval.agents.replay import PackedMessages, replay
+from streameval.agents.topics import TopicNames, ensure_topics
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate, prepare, schedule
+from streameval.pipeline.merge import topic_of
+from streameval.pipeline.runner import StreamRunner
 from test_kafka_pipeline import read_topic
 
-from agents.broker import EmbeddedBroker
-from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
-from agents.config import KafkaSettings
-from agents.health import EXIT_BROKER_LOST, PROBE_TIMEOUT
-from agents.replay import PackedMessages, replay
-from agents.topics import TopicNames, ensure_topics
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import evaluate, prepare, schedule
-from pipeline.merge import topic_of
-from pipeline.runner import StreamRunner
+from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
 
 pytestmark = pytest.mark.kafka
 
@@ -71,7 +72,7 @@ def test_run_without_a_broker_fails_fast_naming_the_address(data_dir: Path) -> N
         "PYTHONHASHSEED": "0",
         "STREAMEVAL_DATA_DIR": str(data_dir),  # `run` loads the dataset before the broker
     }
-    cmd = [sys.executable, "-m", "pipeline.cli", "run", "--dataset", "electricity",
+    cmd = [sys.executable, "-m", "streameval.cli", "run", "--dataset", "electricity",
            "--limit", "100", "--learner", "nochange", "--no-progress"]  # fmt: skip
     start = time.monotonic()
     try:
@@ -88,7 +89,7 @@ def test_run_without_a_broker_fails_fast_naming_the_address(data_dir: Path) -> N
 
 
 def test_run_whose_broker_dies_mid_run_exits_75_after_the_timeout(data_dir: Path) -> None:
-    """``run`` evaluates in its own process (agents.inline) and watches its broker as the
+    """``run`` evaluates in its own process (streameval.agents.inline) and watches its broker as the
     worker does: killed mid-run, the run exits with 75 after ``--broker-timeout``."""
     with EmbeddedBroker() as broker:
         bootstrap = broker.bootstrap
@@ -98,7 +99,7 @@ def test_run_whose_broker_dies_mid_run_exits_75_after_the_timeout(data_dir: Path
             "PYTHONHASHSEED": "0",
             "STREAMEVAL_DATA_DIR": str(data_dir),
         }
-        cmd = [sys.executable, "-m", "pipeline.cli", "run", "--dataset", "electricity",
+        cmd = [sys.executable, "-m", "streameval.cli", "run", "--dataset", "electricity",
                "--learner", "nochange", "--speed", "20000", "--broker-timeout", "6",
                "--no-progress"]  # fmt: skip
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
@@ -196,7 +197,7 @@ def test_a_replay_run_twice_before_the_end_counts_once(settings, data_dir, tmp_p
 
 # -- the broker lost mid-run ---------------------------------------------------------------------
 
-PAUSE = 12.0  # seconds: 2 x the session timeout, 12 heartbeats (agents.config)
+PAUSE = 12.0  # seconds: 2 x the session timeout, 12 heartbeats (streameval.agents.config)
 IDLE_TIMEOUT = 8.0  # seconds: shorter than the pause
 KEY = {"STREAMEVAL_CHECKPOINT_KEY": "broker-faults-" + "k" * 20}
 
@@ -294,7 +295,7 @@ def lost(data_dir: Path, tmp_path: Path) -> Iterator[LostBrokerRun]:
 
 def test_broker_paused_mid_run_unhealthy_then_resumes_with_identical_results(lost) -> None:
     # an idle timeout shorter than the pause: time the worker cannot read is no silence of
-    # the topics (before agents.app discounted it, the merger's queue was released out of
+    # the topics (before streameval.agents.app discounted it, the merger's queue was released out of
     # order after a long enough outage and ~2,000 labels were rejected as orphans)
     worker, base, log_path = lost.start_worker("--idle-timeout", str(IDLE_TIMEOUT))
     lost.wait_labelled(base, worker, 4000)
@@ -401,7 +402,7 @@ def test_a_checkpoint_id_written_again_after_a_partial_one_is_read_whole(monkeyp
     (not mixed with the stale parts, whose HMAC it does not share) and restores."""
     import random
 
-    import agents.checkpoint as ckpt
+    import streameval.agents.checkpoint as ckpt
 
     key = b"k" * 32
     monkeypatch.setattr(ckpt, "PART_BYTES", 200)

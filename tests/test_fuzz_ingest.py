@@ -26,18 +26,18 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streameval.agents.config import KafkaSettings
+from streameval.agents.replay import PackedMessages
+from streameval.agents.topics import TopicNames
+from streameval.agents.worker import StreamWorker
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate, prepare, schedule
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from streameval.pipeline.experiment import clean
+from streameval.pipeline.runner import StreamRunner
+from streameval.schemas import decode, decode_events, encode
 
-import schemas
-from agents.config import KafkaSettings
-from agents.replay import PackedMessages
-from agents.topics import TopicNames
-from agents.worker import StreamWorker
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import evaluate, prepare, schedule
-from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-from pipeline.experiment import clean
-from pipeline.runner import StreamRunner
-from schemas import decode, decode_events, encode
+from streameval import schemas
 
 #: More examples for ``make faults``: STREAMEVAL_FUZZ_SCALE=20 runs 20 times as many.
 SCALE = max(1, int(os.environ.get("STREAMEVAL_FUZZ_SCALE", "1")))
@@ -470,7 +470,7 @@ def _age(h: Harness, stream: str, labels_silent: float, queued: float) -> None:
 
 
 def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
-    """agents.idle: no release while the worker cannot read (a broker outage, a rejoin)."""
+    """streameval.agents.idle: no release while the worker cannot read (an outage, a rejoin)."""
     h = Harness(idle_timeout=5.0, rejoin_grace=60.0)
     h.send("experiments", encode({"stream": "s", "learners": ["nochange"]}), b"s")
     for i in range(3):  # features, and the label topic silent: they wait for it
@@ -1066,9 +1066,9 @@ def test_predictions_are_published_in_bulk_each_with_its_own_seq(
     """One predictions message per input message (a JSON array, split at the size cap), and the
     arrays laid end to end are exactly the predictions a runner fed the schedule makes, seq by
     seq: bulk publishing changes the wire layout, not what is published nor its order."""
-    import agents.worker
+    import streameval.agents.worker
 
-    monkeypatch.setattr(agents.worker, "PREDICTIONS_PER_MESSAGE", per_message)
+    monkeypatch.setattr(streameval.agents.worker, "PREDICTIONS_PER_MESSAGE", per_message)
     e = electricity(data_dir)
     h = Harness(checkpoint_every=10**9)
     h.send("experiments", encode(e.config.to_dict()), b"valid")

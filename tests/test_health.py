@@ -1,4 +1,5 @@
-"""Broker health (agents.health) without a broker: the monitor's retries, backoff and timeout.
+"""Broker health (streameval.agents.health) without a broker: the monitor's retries, backoff
+and timeout.
 
 The probes here are plain functions that fail a given number of times; the real probe
 (a metadata request) and a real broker lost mid-run are in ``test_faults_broker.py``.
@@ -10,8 +11,13 @@ import logging
 import threading
 
 import pytest
-
-from agents.health import Backoff, BrokerHealth, BrokerMonitor, QuietWhileLost, broker_timeout
+from streameval.agents.health import (
+    Backoff,
+    BrokerHealth,
+    BrokerMonitor,
+    QuietWhileLost,
+    broker_timeout,
+)
 
 
 class FlakyProbe:
@@ -54,7 +60,7 @@ def test_monitor_retries_with_backoff_logs_each_attempt_and_recovers(caplog) -> 
         health, probe, expired.append, interval=0.01, backoff=Backoff(0.01, 2.0, 0.02)
     )
     seen: list[bool] = []
-    with caplog.at_level(logging.WARNING, logger="agents.health"):
+    with caplog.at_level(logging.WARNING, logger="streameval.agents.health"):
         monitor.start()
         while len(probe.calls) < 6:  # three failures, then healthy probes
             seen.append(health.ok)

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from agents.broker import BrokerUnavailable, EmbeddedBroker, broker_for, wait_for_broker
-from agents.config import KafkaSettings
+from streameval.agents.broker import BrokerUnavailable, EmbeddedBroker, broker_for, wait_for_broker
+from streameval.agents.config import KafkaSettings
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.kafka
@@ -117,7 +116,7 @@ _CHILD = textwrap.dedent(
     import signal, sys, time
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {repo!r})
-    from agents.broker import EmbeddedBroker
+    from streameval.agents.broker import EmbeddedBroker
     with EmbeddedBroker() as broker:
         print(broker.pid, flush=True)
         time.sleep(60)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from faust.auth import GSSAPICredentials, SASLCredentials, SSLCredentials
-
-from agents.config import (
+from streameval.agents.config import (
     DEFAULT_PARTITIONS,
     DEFAULT_TOPIC_PREFIX,
     ConfigError,

@@ -19,8 +19,18 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from streameval.agents.replay import PackedMessages, replay
+from streameval.agents.topics import TopicNames, ensure_topics
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate, prepare, schedule
+from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent
+from streameval.pipeline.experiment import clean
+from streameval.pipeline.merge import FEATURES, LABELS, topic_of
+from streameval.pipeline.report.curves import curves_from_snapshots
+from streameval.pipeline.runner import StreamRunner
+from streameval.schemas import encode
 
-from agents.commands import (
+from streameval.cli.kafka import (
     ResultsWaiter,
     replay_dataset,
     run_through_kafka,
@@ -28,16 +38,6 @@ from agents.commands import (
     stop_worker,
     submit_experiment,
 )
-from agents.replay import PackedMessages, replay
-from agents.topics import TopicNames, ensure_topics
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import evaluate, prepare, schedule
-from pipeline.events import DriftEvent, EndOfStream, PredictionEvent
-from pipeline.experiment import clean
-from pipeline.merge import FEATURES, LABELS, topic_of
-from pipeline.report.curves import curves_from_snapshots
-from pipeline.runner import StreamRunner
-from schemas import encode
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,7 +148,8 @@ def read_topics(settings, topics: list[str], idle: float = 1.5) -> list[tuple[st
 def test_runs_sharing_topics_each_give_evaluate_and_only_their_own_outputs(
     settings, reference, data_dir
 ) -> None:
-    """``run`` evaluates its stream in its own process (agents.inline): a second run on the
+    """``run`` evaluates its stream in its own process (streameval.agents.inline): a second run
+    on the
     same topics reads from where they ended, takes only its stream's messages, and with
     ``predictions`` publishes every prediction of its stream, each once."""
     first = electricity(f"elec-a-{uuid.uuid4().hex[:6]}")
@@ -172,7 +173,7 @@ def test_run_whose_learner_fails_stops_at_once_naming_the_error(
 ) -> None:
     """A learner that raises stops its stream (no results document): ``run`` says so at
     once instead of waiting for ``--timeout``, and the failing event is dead-lettered."""
-    from pipeline.learners.baselines import NoChange
+    from streameval.pipeline.learners.baselines import NoChange
 
     learn_one, seen = NoChange.learn_one, []
 

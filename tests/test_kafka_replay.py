@@ -11,12 +11,18 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa: F401
+from streameval.agents.config import KafkaSettings
+from streameval.agents.replay import ReplayError, replay
+from streameval.agents.topics import TopicNames, ensure_topics
+from streameval.pipeline.events import (
+    EndOfStream,
+    FeatureEvent,
+    InputEvent,
+    LabelEvent,
+    event_from_dict,
+)
 
-import schemas
-from agents.config import KafkaSettings
-from agents.replay import ReplayError, replay
-from agents.topics import TopicNames, ensure_topics
-from pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent, event_from_dict
+from streameval import schemas
 
 pytestmark = pytest.mark.kafka
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa: F401
-
-from agents.config import KafkaSettings
-from agents.topics import (
+from streameval.agents.config import KafkaSettings
+from streameval.agents.topics import (
     COMPACTED,
     TOPIC_KINDS,
     TopicError,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from pipeline.learners.base import Classifier, Regressor, argmax
-from pipeline.learners.baselines import Majority, NoChange, TargetMean
+from streameval.pipeline.learners.base import Classifier, Regressor, argmax
+from streameval.pipeline.learners.baselines import Majority, NoChange, TargetMean
 
 
 def test_nochange_predicts_last_learned_label() -> None:

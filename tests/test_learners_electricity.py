@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline.learners.base import StreamContext, argmax
-from pipeline.learners.spec import build_learner, learner_lags
+from streameval.pipeline.learners.base import StreamContext, argmax
+from streameval.pipeline.learners.spec import build_learner, learner_lags
 
 PREFIX = 15000
 

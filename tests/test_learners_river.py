@@ -12,17 +12,16 @@ from typing import Any
 
 import pytest
 from river import naive_bayes, tree
-
-from pipeline.learners.base import StreamContext, argmax
-from pipeline.learners.naive_bayes import MixedNB
-from pipeline.learners.river_adapter import (
+from streameval.pipeline.learners.base import StreamContext, argmax
+from streameval.pipeline.learners.naive_bayes import MixedNB
+from streameval.pipeline.learners.river_adapter import (
     RiverClassifier,
     RiverRegressor,
     as_classifier,
     clean,
     with_one_hot,
 )
-from pipeline.learners.spec import CLASSIFIERS, build_learner, learner_lags
+from streameval.pipeline.learners.spec import CLASSIFIERS, build_learner, learner_lags
 
 DATA_DIR = Path(os.environ.get("STREAMEVAL_DATA_DIR") or "/work/shared/datasets")
 AIRLINES = DATA_DIR / "airlines_no_airports.csv.gz"

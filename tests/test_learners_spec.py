@@ -8,20 +8,19 @@ from typing import Any
 
 import pytest
 from river import forest, naive_bayes, neighbors, tree
-
-from pipeline.learners.base import Classifier, Regressor, StreamContext
-from pipeline.learners.baselines import Majority, NoChange, TargetMean
-from pipeline.learners.naive_bayes import MixedNB
-from pipeline.learners.river_adapter import RiverClassifier, RiverRegressor
-from pipeline.learners.spec import (
+from streameval.pipeline.learners.base import Classifier, Regressor, StreamContext
+from streameval.pipeline.learners.baselines import Majority, NoChange, TargetMean
+from streameval.pipeline.learners.naive_bayes import MixedNB
+from streameval.pipeline.learners.river_adapter import RiverClassifier, RiverRegressor
+from streameval.pipeline.learners.spec import (
     CLASSIFIERS,
     REGRESSORS,
     build_learner,
     learner_lags,
     learner_names,
 )
-from pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
-from pipeline.spec import SpecError
+from streameval.pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
+from streameval.pipeline.spec import SpecError
 
 WRAPPED = ["ta:ht", "ta3:ht", "ta2[fill=predicted]:nb", "tc:nb", "tc[alpha=0.01]:ht", "ta:tc:nb"]
 
@@ -156,7 +155,10 @@ def test_import_is_refused_unless_allowed_locally() -> None:
     model = build(spec, allow_import=True)
     assert isinstance(model, RiverClassifier)
     assert isinstance(model.model, naive_bayes.GaussianNB)
-    own = build("ta:import[path=pipeline.learners.baselines.Majority,window=5]", allow_import=True)
+    own = build(
+        "ta:import[path=streameval.pipeline.learners.baselines.Majority,window=5]",
+        allow_import=True,
+    )
     assert isinstance(own.base, Majority) and own.base.window == 5
     reg = build(
         "import[path=river.tree.HoeffdingTreeRegressor]", task="regression", allow_import=True
@@ -167,7 +169,9 @@ def test_import_is_refused_unless_allowed_locally() -> None:
             "import[path=river.tree.HoeffdingTreeClassifier]", task="regression", allow_import=True
         )
     mean = build(
-        "import[path=pipeline.learners.baselines.TargetMean]", task="regression", allow_import=True
+        "import[path=streameval.pipeline.learners.baselines.TargetMean]",
+        task="regression",
+        allow_import=True,
     )
     assert isinstance(mean, TargetMean)
 

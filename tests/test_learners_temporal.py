@@ -10,10 +10,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pytest
-
-from pipeline.learners.base import StreamContext
-from pipeline.learners.baselines import Majority
-from pipeline.learners.temporal import MISSING, TemporalCorrection, TemporallyAugmented
+from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.learners.baselines import Majority
+from streameval.pipeline.learners.temporal import MISSING, TemporalCorrection, TemporallyAugmented
 
 
 class Recorder:

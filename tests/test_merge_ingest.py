@@ -6,13 +6,12 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-from pipeline.ingest import IngestGuard
-from pipeline.merge import FEATURES, LABELS, EventMerger, topic_of
-from pipeline.streams.base import Instance
-from pipeline.streams.delay import InstanceDelay, TimeDelay
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from streameval.pipeline.ingest import IngestGuard
+from streameval.pipeline.merge import FEATURES, LABELS, EventMerger, topic_of
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.delay import InstanceDelay, TimeDelay
+from streameval.pipeline.streams.schedule import replay_schedule
 
 
 def schedule(n: int, delay, same_time: bool = False):
@@ -64,9 +63,9 @@ def test_merge_restores_the_schedule_from_any_interleaving(n, delay, same_time, 
 
 def test_redeliveries_are_dropped_by_position_and_a_second_replay_by_id() -> None:
     """A restarted consumer re-reads messages; a replay run twice re-sends every event."""
-    from pipeline.config import ExperimentConfig
-    from pipeline.evaluate import Experiment
-    from pipeline.runner import StreamRunner
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import Experiment
+    from streameval.pipeline.runner import StreamRunner
 
     events = schedule(30, InstanceDelay(3))
     feats, labels = split(events)
@@ -89,8 +88,8 @@ def test_redeliveries_are_dropped_by_position_and_a_second_replay_by_id() -> Non
 
 
 def test_a_second_replay_before_the_end_is_rejected_by_id() -> None:
-    from pipeline.config import ExperimentConfig
-    from pipeline.runner import StreamRunner
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.runner import StreamRunner
 
     *events, end = schedule(10, InstanceDelay(0))
     runner = StreamRunner(ExperimentConfig("s", ["nochange"]), emit_predictions=False)

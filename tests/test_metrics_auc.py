@@ -8,8 +8,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.metrics import PrequentialAUC
+from streameval.pipeline.metrics import PrequentialAUC
 
 
 def brute_auc(window: list[tuple[float, bool]]) -> float:

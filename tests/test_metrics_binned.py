@@ -6,8 +6,7 @@ import math
 import random
 
 import pytest
-
-from pipeline.metrics import (
+from streameval.pipeline.metrics import (
     BinnedClassificationMetrics,
     BinnedRegressionMetrics,
     ClassificationMetrics,

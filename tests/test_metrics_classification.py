@@ -9,8 +9,7 @@ from collections.abc import Hashable, Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.metrics import ClassificationMetrics, Forgetting
+from streameval.pipeline.metrics import ClassificationMetrics, Forgetting
 
 # One stream of 10 labelled instances, three classes, "c" appears at t = 7.
 #   t     1  2  3  4  5  6  7  8  9  10

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from pipeline.metrics import Forgetting, QStatistic, SignedMcNemar
+from streameval.pipeline.metrics import Forgetting, QStatistic, SignedMcNemar
 
 LOSSES = [(1.0, 0.0), (2.0, 1.0), (0.0, 3.0), (1.0, 1.0)]
 

@@ -6,10 +6,10 @@ import pickle
 import sys
 
 import pytest
+from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin, durations_per_bin
+from streameval.pipeline.reeval.history import PredictionHistory, columns
 
-from pipeline.bench import deep_sizeof
-from pipeline.reeval.bins import average_per_bin, dominant_per_bin, durations_per_bin
-from pipeline.reeval.history import PredictionHistory, columns
+from streameval.bench import deep_sizeof
 
 ENTRIES = [(0.0, "UP"), (12.0, "DOWN"), (18.0, "UP"), (24.0, "DOWN"), (39.5, "UP")]
 

@@ -14,7 +14,7 @@ Already covered elsewhere, and not repeated here:
 * the merge restores the schedule from any interleaving (``test_merge_ingest.py``).
 
 Added here: the same identities for *any* stream hypothesis draws, for every metric class
-that takes a :class:`~pipeline.metrics.Forgetting` (classification, regression, binned,
+that takes a :class:`~streameval.pipeline.metrics.Forgetting` (classification, regression, binned,
 the pairwise comparisons); AUC on arbitrary real scores, its invariance under monotone
 rescaling; kappa's lower bound; and, at the level of a whole experiment, every labelled
 instance lands in every bin exactly once.
@@ -29,10 +29,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.config import ExperimentConfig
-from pipeline.experiment import Experiment
-from pipeline.metrics import (
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.experiment import Experiment
+from streameval.pipeline.metrics import (
     BinnedClassificationMetrics,
     BinnedRegressionMetrics,
     ClassificationMetrics,
@@ -40,10 +39,10 @@ from pipeline.metrics import (
     PrequentialAUC,
     RegressionMetrics,
 )
-from pipeline.metrics.comparison import QStatistic, SignedMcNemar
-from pipeline.streams.base import Instance
-from pipeline.streams.delay import InstanceDelay, TimeDelay
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.metrics.comparison import QStatistic, SignedMcNemar
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.delay import InstanceDelay, TimeDelay
+from streameval.pipeline.streams.schedule import replay_schedule
 
 LABELS = st.sampled_from(["a", "b", "c", "d"])
 MAYBE = st.one_of(LABELS, st.none())

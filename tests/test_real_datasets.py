@@ -5,10 +5,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import evaluate
-from pipeline.streams.datasets import load
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate
+from streameval.pipeline.streams.datasets import load
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from pipeline.reeval.bins import (
+from streameval.pipeline.reeval.bins import (
     average_per_bin,
     bin_edges,
     bin_of,

@@ -7,9 +7,8 @@ import pickle
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.reeval.bins import average_per_bin, dominant_per_bin
-from pipeline.reeval.buffer import PendingBuffer, PendingInstance
+from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin
+from streameval.pipeline.reeval.buffer import PendingBuffer, PendingInstance
 
 
 def _add(buf: PendingBuffer, uid: str, at: int, labels_seen: int, ts: float | None = None) -> None:

@@ -20,15 +20,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import tree
-
-from pipeline.learners.base import argmax, argmax_rows
-from pipeline.learners.batch import NumericFrame, TreeBatch, argmax_log_rows, log_sum_exp_normalise
-from pipeline.learners.naive_bayes import MixedNB
-from pipeline.learners.river_adapter import RiverClassifier, clean
-from pipeline.reeval.bins import _dominant_by_sweep, dominant_per_bin
-from pipeline.reeval.buffer import PendingBuffer
-from pipeline.reeval.history import PredictionHistory
-from pipeline.reeval.rows import FeatureRows, PendingRows
+from streameval.pipeline.learners.base import argmax, argmax_rows
+from streameval.pipeline.learners.batch import (
+    NumericFrame,
+    TreeBatch,
+    argmax_log_rows,
+    log_sum_exp_normalise,
+)
+from streameval.pipeline.learners.naive_bayes import MixedNB
+from streameval.pipeline.learners.river_adapter import RiverClassifier, clean
+from streameval.pipeline.reeval.bins import _dominant_by_sweep, dominant_per_bin
+from streameval.pipeline.reeval.buffer import PendingBuffer
+from streameval.pipeline.reeval.history import PredictionHistory
+from streameval.pipeline.reeval.rows import FeatureRows, PendingRows
 
 
 def _same_frame(got: NumericFrame, want: NumericFrame) -> None:
@@ -373,10 +377,10 @@ def test_tree_and_nb_rank_a_round_as_their_dict_answers() -> None:
 
 def test_an_experiment_with_the_fast_paths_equals_one_with_the_dict_paths(monkeypatch) -> None:
     """Whole results, with evolving instances, a pending cap and emitted predictions."""
-    from pipeline.config import ExperimentConfig
-    from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-    from pipeline.experiment import Experiment
-    from pipeline.learners.mixins import ProbaMixin
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+    from streameval.pipeline.experiment import Experiment
+    from streameval.pipeline.learners.mixins import ProbaMixin
 
     data = _covtype_like(900, seed=11)
     events: list = []

@@ -3,7 +3,7 @@
 Instance A: features at ``t = a_start``, label at ``t = a_start + 100``. Other
 instances ``o0, o1, ...``: features at ``10 j - 95``, labels at ``10 j + 5``,
 i.e. one label at ``t = 5, 15, 25, ...`` (latency 100). At equal times features
-come before labels (``pipeline.events``).
+come before labels (``streameval.pipeline.events``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from pipeline.reeval.bins import bin_of, dominant_per_bin
-from pipeline.reeval.buffer import PendingBuffer, PendingInstance
+from streameval.pipeline.reeval.bins import bin_of, dominant_per_bin
+from streameval.pipeline.reeval.buffer import PendingBuffer, PendingInstance
 
 FEATURE, LABEL = 0, 1
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
-from pipeline.reeval.summary import DEFAULT_RATE, weighted_summary, weights_preset
+from streameval.pipeline.reeval.summary import DEFAULT_RATE, weighted_summary, weights_preset
 
 # binned accuracy for B = 2: bins 0 (first), 1, 2, 3 (test-then-train)
 ACC = [0.5, 0.6, 0.8, 0.9]

@@ -2,7 +2,7 @@
 
 The results documents are made by the core on small synthetic streams, the
 way ``streameval evaluate`` makes them, with the curves recorded from the
-experiment's periodic snapshots (:mod:`pipeline.report.curves`).
+experiment's periodic snapshots (:mod:`streameval.pipeline.report.curves`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from pipeline.config import ExperimentConfig
-from pipeline.evaluate import prepare, schedule
-from pipeline.experiment import Experiment, MetricSnapshot
-from pipeline.report.curves import CurveRecorder, curves_from_snapshots
-from pipeline.report.html import (
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import prepare, schedule
+from streameval.pipeline.experiment import Experiment, MetricSnapshot
+from streameval.pipeline.report.curves import CurveRecorder, curves_from_snapshots
+from streameval.pipeline.report.html import (
     REPORT_NAME,
     add_report_command,
     baseline_role,

@@ -11,12 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
+from streameval.agents.replay import end_message, feature_message, label_message
+from streameval.agents.topics import TOPIC_KINDS
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.events import (
+    DriftEvent,
+    EndOfStream,
+    FeatureEvent,
+    LabelEvent,
+    PredictionEvent,
+)
 
-import schemas
-from agents.replay import end_message, feature_message, label_message
-from agents.topics import TOPIC_KINDS
-from pipeline.config import ExperimentConfig
-from pipeline.events import DriftEvent, EndOfStream, FeatureEvent, LabelEvent, PredictionEvent
+from streameval import schemas
 
 FEATURE = {"stream": "elec", "id": "17", "ts": 1.5, "x": {"a": 0.25, "b": 3, "day": "mon"},
            "seq": 4}  # fmt: skip

@@ -4,7 +4,7 @@
   topic: only the allow-list is built; ``import[...]`` is refused (and nothing is imported)
   unless a *local* caller passes ``allow_import=True``.
 * A checkpoint is a pickle: one whose HMAC does not verify is refused with
-  :class:`~agents.checkpoint.CheckpointError` before anything is unpickled.
+  :class:`~streameval.agents.checkpoint.CheckpointError` before anything is unpickled.
 * A SASL password never reaches a log line, a repr or the worker's startup output.
 * The dashboard binds to loopback unless told otherwise.
 """
@@ -25,17 +25,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from agents.checkpoint import CheckpointError, CheckpointReader, dumps, loads, sign, to_messages
-from agents.config import KafkaSettings, redact_config
-from agents.worker import StreamWorker
-from pipeline.config import ExperimentConfig
-from pipeline.drift.spec import build_detector
-from pipeline.experiment import Experiment
-from pipeline.learners.spec import build_learner
-from pipeline.runner import StreamRunner
-from pipeline.spec import SpecError
-from schemas import encode
+from streameval.agents.checkpoint import (
+    CheckpointError,
+    CheckpointReader,
+    dumps,
+    loads,
+    sign,
+    to_messages,
+)
+from streameval.agents.config import KafkaSettings, redact_config
+from streameval.agents.worker import StreamWorker
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.drift.spec import build_detector
+from streameval.pipeline.experiment import Experiment
+from streameval.pipeline.learners.spec import build_learner
+from streameval.pipeline.runner import StreamRunner
+from streameval.pipeline.spec import SpecError
+from streameval.schemas import encode
 
 KEY = b"test-checkpoint-key-0123456789abcdef"
 SECRET = "pa55-Sekret-7f3a"  # a SASL password that must never be printed
@@ -328,18 +334,21 @@ def test_worker_startup_output_and_logs_hide_the_password(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """``streameval worker`` up to its startup line, with the broker parts stubbed out."""
-    import agents.app
-    from agents.commands import cmd_worker
-    from pipeline.cli import build_parser
+    import streameval.agents.app
+
+    from streameval.cli.kafka import cmd_worker
+    from streameval.cli.main import build_parser
 
     for name, value in {**SASL_ENV, "STREAMEVAL_CHECKPOINT_KEY": "k" * 32}.items():
         monkeypatch.setenv(name, value)
     started: dict[str, Any] = {}
     monkeypatch.setattr(StreamWorker, "restore", lambda self: 0)
     monkeypatch.setattr(
-        agents.app, "create_app", lambda settings, worker, **kw: started.update(kw) or "app"
+        streameval.agents.app,
+        "create_app",
+        lambda settings, worker, **kw: started.update(kw) or "app",
     )
-    monkeypatch.setattr(agents.app, "run_app", lambda app, **kw: started.update(run=kw))
+    monkeypatch.setattr(streameval.agents.app, "run_app", lambda app, **kw: started.update(run=kw))
     args = build_parser().parse_args(["worker", "--loglevel", "debug"])
     with caplog.at_level(logging.DEBUG):
         assert cmd_worker(args) == 0
@@ -354,14 +363,14 @@ def test_worker_startup_output_and_logs_hide_the_password(
 
 
 def test_worker_web_host_defaults_to_loopback() -> None:
-    from pipeline.cli import build_parser
+    from streameval.cli.main import build_parser
 
     args = build_parser().parse_args(["worker"])
     assert isinstance(args, argparse.Namespace)
     assert args.web_host == "127.0.0.1" and args.web is False
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     help_text = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "worker", "--help"],
+        [sys.executable, "-m", "streameval.cli", "worker", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -387,10 +396,10 @@ BOMB_SCRIPT = textwrap.dedent(
     """
     import json, resource, sys, time
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # 3 GiB: fail, don't swap
-    from agents.config import KafkaSettings
-    from agents.worker import StreamWorker
-    from pipeline.events import FeatureEvent, LabelEvent
-    from schemas import encode
+    from streameval.agents.config import KafkaSettings
+    from streameval.agents.worker import StreamWorker
+    from streameval.pipeline.events import FeatureEvent, LabelEvent
+    from streameval.schemas import encode
 
     class Producer:
         def __init__(self): self.kinds = []

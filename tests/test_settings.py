@@ -1,6 +1,6 @@
 """Config file, environment and flags: one precedence, clear errors, sources, secrets masked.
 
-flag > environment > config file > default (``pipeline/settings.py``), checked pair by pair on
+flag > environment > config file > default (``streameval/cli/settings.py``), checked pair by pair on
 real options of the real parser, plus an experiment run from a file giving the same results
 JSON as the same options given as flags.
 """
@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from streameval.agents.config import KafkaSettings
 
-from agents.config import KafkaSettings
-from pipeline.cli import build_parser, main, settings_schema
-from pipeline.settings import FILE, FLAG, ConfigFile, Source, parse_args, tomllib
-from pipeline.settings import subcommands as subcommands_of
+from streameval.cli.main import build_parser, main, settings_schema
+from streameval.cli.settings import FILE, FLAG, ConfigFile, Source, parse_args, tomllib
+from streameval.cli.settings import subcommands as subcommands_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "streameval.example.toml"

@@ -7,11 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from pipeline.spec import SpecError
-from pipeline.streams import checksum
-from pipeline.streams.base import Dataset, DatasetError, Instance
-from pipeline.streams.datasets import ENV_VAR, REAL_DATASETS, load
+from streameval.pipeline.spec import SpecError
+from streameval.pipeline.streams import checksum
+from streameval.pipeline.streams.base import Dataset, DatasetError, Instance
+from streameval.pipeline.streams.datasets import ENV_VAR, REAL_DATASETS, load
 
 ELEC = REAL_DATASETS["electricity"]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pipeline.streams.base import Instance
-from pipeline.streams.datasets import load
-from pipeline.streams.delay import (
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.datasets import load
+from streameval.pipeline.streams.delay import (
     FeatureTimeDelay,
     InstanceDelay,
     TimeDelay,

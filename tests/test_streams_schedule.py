@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-from pipeline.streams.base import Instance
-from pipeline.streams.datasets import load
-from pipeline.streams.delay import DelayModel, FeatureTimeDelay, InstanceDelay, TimeDelay
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.datasets import load
+from streameval.pipeline.streams.delay import DelayModel, FeatureTimeDelay, InstanceDelay, TimeDelay
+from streameval.pipeline.streams.schedule import replay_schedule
 
 
 def rows(times: list[float], lengths: list[float] | None = None) -> list[Instance]:

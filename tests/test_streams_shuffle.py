@@ -7,16 +7,15 @@ from collections import Counter
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from pipeline.streams.base import Instance
-from pipeline.streams.datasets import load
-from pipeline.streams.shuffle import (
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.datasets import load
+from streameval.pipeline.streams.shuffle import (
     ShuffledSource,
     full_order,
     shuffle_instances,
     within_class_order,
 )
-from pipeline.streams.synthetic import make_synthetic
+from streameval.pipeline.streams.synthetic import make_synthetic
 
 
 def p_same(labels: list[str]) -> float:

@@ -6,10 +6,9 @@ import itertools
 from collections import Counter
 
 import pytest
-
-from pipeline.spec import SpecError
-from pipeline.streams.base import Instance
-from pipeline.streams.synthetic import GENERATORS, make_synthetic
+from streameval.pipeline.spec import SpecError
+from streameval.pipeline.streams.base import Instance
+from streameval.pipeline.streams.synthetic import GENERATORS, make_synthetic
 
 SMALL = {name: f"{name}[n=300,seed=3]" for name in GENERATORS}
 

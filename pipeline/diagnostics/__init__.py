@@ -1,5 +1,5 @@
 """Diagnostics of a stream before any learner runs: how temporally dependent are its labels."""
 
-from pipeline.diagnostics.temporal import TemporalDependence, diagnose
+from streameval.pipeline.diagnostics.temporal import TemporalDependence, diagnose
 
 __all__ = ["TemporalDependence", "diagnose"]

@@ -48,7 +48,7 @@ from collections.abc import Hashable, Iterable
 from itertools import pairwise
 from typing import Any
 
-from pipeline.streams.base import Dataset, Instance
+from streameval.pipeline.streams.base import Dataset, Instance
 
 Label = Hashable
 
@@ -200,9 +200,9 @@ def diagnose(
 ) -> dict[str, Any]:
     """:meth:`TemporalDependence.get` over a dataset's labels or over instances.
 
-    A :class:`~pipeline.streams.base.Dataset` is read labels only (fast).
+    A :class:`~streameval.pipeline.streams.base.Dataset` is read labels only (fast).
 
-    >>> from pipeline.streams.datasets import load
+    >>> from streameval.pipeline.streams.datasets import load
     >>> diagnose(load("markov[k=2,p_stay=0.95,n=2000,seed=0]"))["dependent"]
     True
     """

@@ -1,4 +1,4 @@
-"""The drift detector protocol shared by every detector of :mod:`pipeline.drift`.
+"""The drift detector protocol shared by every detector of :mod:`streameval.pipeline.drift`.
 
 A detector watches the loss stream of one learner -- the 0/1 loss of each
 prediction for a classifier, any non-negative loss for a regressor:
@@ -8,7 +8,7 @@ prediction for a classifier, any non-negative loss for a regressor:
 * ``statistic`` is the current value of the test statistic (at an alarm: the
   value that raised it);
 * ``reset()`` restarts the detector as if it had seen nothing;
-* ``name`` is the detector's spec, which :func:`pipeline.drift.spec.build_detector`
+* ``name`` is the detector's spec, which :func:`streameval.pipeline.drift.spec.build_detector`
   turns back into an equal detector.
 
 **Restart after an alarm.** Every detector restarts itself after an alarm, as

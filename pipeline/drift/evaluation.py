@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pipeline.drift.base import DriftDetector
+from streameval.pipeline.drift.base import DriftDetector
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def score_detections(
 def collect_alarms(detector: DriftDetector, errors: Iterable[float]) -> list[int]:
     """Feed ``errors`` to ``detector``; the 1-based positions where it alarmed.
 
-    >>> from pipeline.drift.random_detector import RandomDetector
+    >>> from streameval.pipeline.drift.random_detector import RandomDetector
     >>> collect_alarms(RandomDetector(p=1.0, warmup=30), [0.0] * 100)
     [30, 60, 90]
     """

@@ -17,7 +17,7 @@ spells out (``m_T(i) = m_T(i-1) + R(i) - SR(i)/i - delta``). That is what
 
 Sect. 5.1 alarms when ``PH_T`` is *greater than* ``lambda``; Algorithm 4 when it
 is *greater or equal*. :class:`PageHinkley` and :class:`PrequentialPageHinkley`
-follow sect. 5.1 (``>``), the ratio detectors of :mod:`pipeline.drift.ratio`
+follow sect. 5.1 (``>``), the ratio detectors of :mod:`streameval.pipeline.drift.ratio`
 follow Algorithm 4 (``>=``).
 
 Sect. 5.2 runs the test on the prequential error (whole history, sliding
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 
-from pipeline.drift.base import RestartingDetector, check_threshold, spec_name
-from pipeline.metrics.forgetting import (
+from streameval.pipeline.drift.base import RestartingDetector, check_threshold, spec_name
+from streameval.pipeline.metrics.forgetting import (
     CumulativeMean,
     FadingMean,
     Forgetting,

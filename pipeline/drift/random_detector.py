@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 
-from pipeline.drift.base import RestartingDetector, spec_name
+from streameval.pipeline.drift.base import RestartingDetector, spec_name
 
 #: DDM's warm-up, kept in sect. 6.9.
 DDM_WARMUP = 30

@@ -44,9 +44,9 @@ from __future__ import annotations
 import abc
 import math
 
-from pipeline.drift.base import RestartingDetector, check_threshold, spec_name
-from pipeline.drift.page_hinkley import PAPER_DELTA, PAPER_LAMBDA, PageHinkleyStatistic
-from pipeline.metrics.forgetting import FadingMean, WindowMean
+from streameval.pipeline.drift.base import RestartingDetector, check_threshold, spec_name
+from streameval.pipeline.drift.page_hinkley import PAPER_DELTA, PAPER_LAMBDA, PageHinkleyStatistic
+from streameval.pipeline.metrics.forgetting import FadingMean, WindowMean
 
 #: Sect. 5.3 of ``prequential-error-fading-factors.txt`` (Fig. 10).
 PAPER_ALPHA1 = 0.9994

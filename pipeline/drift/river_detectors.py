@@ -1,4 +1,4 @@
-"""River's ADWIN and DDM behind the :class:`~pipeline.drift.base.DriftDetector` protocol.
+"""River's ADWIN and DDM behind the :class:`~streameval.pipeline.drift.base.DriftDetector` protocol.
 
 * ``adwin`` -- :class:`river.drift.ADWIN` (adaptive windowing), on any loss in
   ``[0, 1]``; ``statistic`` is the mean loss of its current window.
@@ -11,7 +11,7 @@
   The value is read from DDM's private state.
 
 In river both detectors restart at the ``update`` after a detection, the same
-lazy restart as the other detectors of :mod:`pipeline.drift`.
+lazy restart as the other detectors of :mod:`streameval.pipeline.drift`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pipeline.drift.base import spec_name
+from streameval.pipeline.drift.base import spec_name
 
 RiverName = Literal["adwin", "ddm"]
 

@@ -1,13 +1,13 @@
-"""Drift detectors from spec strings (the grammar of :mod:`pipeline.spec`).
+"""Drift detectors from spec strings (the grammar of :mod:`streameval.pipeline.spec`).
 
 Allowed detectors and their parameters (defaults in brackets):
 
 * ``ph[delta=0.1,lambda=100,estimator=fading,alpha=0.997,w=1000]`` -- the
   Page-Hinkley test on a prequential error estimate
-  (:class:`~pipeline.drift.page_hinkley.PrequentialPageHinkley`); ``estimator``
+  (:class:`~streameval.pipeline.drift.page_hinkley.PrequentialPageHinkley`); ``estimator``
   is ``whole``, ``window`` (size ``w``) or ``fading`` (factor ``alpha``), or
   ``raw`` for the test on the losses themselves
-  (:class:`~pipeline.drift.page_hinkley.PageHinkley`). ``w`` only goes with
+  (:class:`~streameval.pipeline.drift.page_hinkley.PageHinkley`). ``w`` only goes with
   ``window``, ``alpha`` only with ``fading``. The default estimator and its
   parameters are the fastest settings of Table 2 of
   ``prequential-error-fading-factors.txt`` (fading factor 0.997, window 1000).
@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipeline.drift.base import DriftDetector
-from pipeline.drift.page_hinkley import PageHinkley, PrequentialPageHinkley
-from pipeline.drift.random_detector import RandomDetector
-from pipeline.drift.ratio import FadingRatioPageHinkley, WindowRatioPageHinkley
-from pipeline.drift.river_detectors import RiverDetector
-from pipeline.metrics.forgetting import Forgetting
-from pipeline.spec import Component, SpecError, parse_component, take_params
+from streameval.pipeline.drift.base import DriftDetector
+from streameval.pipeline.drift.page_hinkley import PageHinkley, PrequentialPageHinkley
+from streameval.pipeline.drift.random_detector import RandomDetector
+from streameval.pipeline.drift.ratio import FadingRatioPageHinkley, WindowRatioPageHinkley
+from streameval.pipeline.drift.river_detectors import RiverDetector
+from streameval.pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.spec import Component, SpecError, parse_component, take_params
 
 #: Default estimator parameters of ``ph`` (Table 2's fastest).
 PH_ALPHA = 0.997
@@ -118,7 +118,7 @@ def build_detector(spec: str, seed: int = 0) -> DriftDetector:
     >>> build_detector("cusum")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pipeline.spec.SpecError: unknown drift detector 'cusum' (allowed: ph, ratio_fading, ...)
+    streameval.pipeline.spec.SpecError: unknown drift detector 'cusum' (allowed: ph, ...)
     """
     component = parse_component(spec)
     builder = _BUILDERS.get(component.name)

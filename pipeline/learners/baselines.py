@@ -26,8 +26,8 @@ import math
 from collections import Counter, deque
 from collections.abc import Hashable, Sequence
 
-from pipeline.learners.base import Features, Proba, argmax
-from pipeline.learners.mixins import ProbaMixin, check_aligned
+from streameval.pipeline.learners.base import Features, Proba, argmax
+from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
 
 
 def _check_window(window: int | None) -> None:
@@ -82,7 +82,7 @@ class Majority(_SameForEveryInstance):
 
     The probabilities are the label frequencies, so the prediction is the most
     frequent label and a tie goes to the smallest label, as in
-    :func:`~pipeline.learners.base.argmax`.
+    :func:`~streameval.pipeline.learners.base.argmax`.
 
     >>> model = Majority(window=3)
     >>> for y in ("b", "b", "a", "a"):

@@ -66,8 +66,7 @@ from river.tree.nodes.htc_nodes import LeafMajorityClass, LeafNaiveBayes, LeafNa
 from river.tree.splitter import GaussianSplitter
 from river.tree.splitter.nominal_splitter_classif import NominalSplitterClassif
 from river.utils.norm import normalize_values_in_dict
-
-from pipeline.learners.base import argmax, argmax_rows
+from streameval.pipeline.learners.base import argmax, argmax_rows
 
 Proba = dict[Hashable, float]
 
@@ -231,7 +230,7 @@ class NumericFrame:
         odd: bool = False,
     ) -> NumericFrame:
         """A frame made elsewhere (``values[r, index[f]]`` valid where ``present``),
-        e.g. by :class:`pipeline.reeval.rows.FeatureRows`, which keeps the
+        e.g. by :class:`streameval.pipeline.reeval.rows.FeatureRows`, which keeps the
         pending instances' rows between re-evaluation rounds.
 
         >>> frame = NumericFrame.from_arrays(index={"a": 0}, values=np.ones((1, 1)),
@@ -260,7 +259,7 @@ class NumericFrame:
 
 class RowKey(NamedTuple):
     """Where the instances of a batch live in a pending buffer's feature matrix
-    (:class:`pipeline.reeval.rows.FeatureRows`): the matrix's ``source`` id,
+    (:class:`streameval.pipeline.reeval.rows.FeatureRows`): the matrix's ``source`` id,
     each instance's ``rows`` and the ``stamps`` of their contents (a row gets
     a new stamp whenever it is written). Batch code may keep per-row results
     under it."""
@@ -353,7 +352,7 @@ def argmax_log_rows(
     the largest probability is the class with the largest log-likelihood (the
     leader's probability exceeds the runner-up's by a factor ``>= 1 + 1e-6``,
     far beyond rounding); the other rows, ties included, are normalised and
-    ranked with :func:`~pipeline.learners.base.argmax_rows` (ties to the
+    ranked with :func:`~streameval.pipeline.learners.base.argmax_rows` (ties to the
     smallest label).
 
     >>> lse = log_sum_exp_normalise
@@ -569,7 +568,7 @@ class TreeBatch:
     ) -> list[Hashable | None]:
         """``[argmax(p) for p in self.predict(model, xs, frame)]`` for a plain
         Hoeffding tree, ranking each leaf's probability matrix at once
-        (:func:`~pipeline.learners.base.argmax_rows`) instead of making a dict
+        (:func:`~streameval.pipeline.learners.base.argmax_rows`) instead of making a dict
         per instance."""
         if not xs:
             return []

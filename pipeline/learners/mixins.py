@@ -3,7 +3,7 @@
 A class that implements ``predict_proba_one`` gets from :class:`ProbaMixin`
 a ``predict_proba_many`` that loops over the instances (what river models
 need: they have no pandas-free batch prediction) and a river-style
-``predict_one`` (the :func:`~pipeline.learners.base.argmax` of the
+``predict_one`` (the :func:`~streameval.pipeline.learners.base.argmax` of the
 probabilities, ties to the smallest label), so that a learner of this package
 can be used in place of a river classifier in a plain test-then-train loop.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from pipeline.learners.base import Features, Proba, argmax
+from streameval.pipeline.learners.base import Features, Proba, argmax
 
 
 class ProbaMixin:

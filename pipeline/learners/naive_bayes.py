@@ -42,8 +42,7 @@ from typing import Any
 
 import numpy as np
 from river import base, compose, naive_bayes, preprocessing
-
-from pipeline.learners.batch import (
+from streameval.pipeline.learners.batch import (
     NumericFrame,
     RowKey,
     argmax_log_rows,
@@ -65,7 +64,7 @@ class _RowSums:
     ``GaussianNB`` changes the Gaussians of class ``c`` only when it learns an
     instance of ``c`` (which adds one to ``class_counts[c]``), so a sum made at
     the current count of its class, for the same row contents (``stamps``, see
-    :class:`~pipeline.reeval.rows.FeatureRows`), is exactly what computing it
+    :class:`~streameval.pipeline.reeval.rows.FeatureRows`), is exactly what computing it
     again would give. With ``K`` labels between two predictions of a pending
     instance, only the classes among those labels are computed again.
     """
@@ -198,7 +197,8 @@ class MixedNB(base.Classifier):
     ) -> list[Hashable | None] | None:
         """The most probable class of each instance (``argmax`` of
         :meth:`predict_proba_table`'s rows), normalising only the rows where
-        the two best classes are close (:func:`~pipeline.learners.batch.argmax_log_rows`);
+        the two best classes are close
+        (:func:`~streameval.pipeline.learners.batch.argmax_log_rows`);
         ``None`` when :meth:`predict_proba_table` is ``None``. ``key``: the rows
         of ``xs`` in the pending buffer's feature matrix, whose per-class sums
         are then reused (:meth:`_numeric_log_likelihoods`)."""

@@ -19,7 +19,7 @@ Models that need numbers (kNN, linear models) get categorical (``str``)
 features one-hot encoded by river's own preprocessing, see
 :func:`with_one_hot`; Hoeffding trees and forests split on ``str`` features
 natively. Naive Bayes should not get one-hot columns: see
-:mod:`pipeline.learners.naive_bayes`.
+:mod:`streameval.pipeline.learners.naive_bayes`.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ import numpy as np
 from river import base as river_base
 from river import compose, preprocessing
 from river import tree as river_tree
-
-from pipeline.learners.base import Features, Proba, argmax
-from pipeline.learners.batch import NumericFrame, TreeBatch
-from pipeline.learners.mixins import ProbaMixin, check_aligned
+from streameval.pipeline.learners.base import Features, Proba, argmax
+from streameval.pipeline.learners.batch import NumericFrame, TreeBatch
+from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
 
 
 def _missing(value: Any) -> bool:
@@ -80,9 +79,9 @@ def clean(x: Features) -> dict[str, Any]:
 
 
 def _clean_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame]:
-    """``[clean(x) for x in xs]`` and its :class:`~pipeline.learners.batch.NumericFrame`;
+    """``[clean(x) for x in xs]`` and its :class:`~streameval.pipeline.learners.batch.NumericFrame`;
     the instances are only looked at again when some value is not a finite
-    number or a ``str``. A :class:`~pipeline.reeval.rows.PendingRows` batch
+    number or a ``str``. A :class:`~streameval.pipeline.reeval.rows.PendingRows` batch
     brings its frame along (kept by the pending buffer): nothing is converted."""
     ready = getattr(xs, "frame", None)  # a PendingRows batch of the re-evaluation buffer
     if isinstance(ready, NumericFrame):
@@ -97,7 +96,8 @@ def _clean_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericF
 
 
 def _clean_tree_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame | None]:
-    """``[clean(x) for x in xs]``, and the frame a :class:`~pipeline.reeval.rows.PendingRows`
+    """``[clean(x) for x in xs]``, and the frame a
+    :class:`~streameval.pipeline.reeval.rows.PendingRows`
     batch brings (``None``: the tree code makes one if a leaf needs it)."""
     ready = getattr(xs, "frame", None)
     if isinstance(ready, NumericFrame):
@@ -150,8 +150,8 @@ class RiverClassifier(ProbaMixin):
     ) -> list[Proba]:
         """``predict_proba_one`` of each instance, in order, computed together.
 
-        Batched (same answers, see :mod:`pipeline.learners.batch` and
-        :meth:`~pipeline.learners.naive_bayes.MixedNB.predict_proba_batch`)
+        Batched (same answers, see :mod:`streameval.pipeline.learners.batch` and
+        :meth:`~streameval.pipeline.learners.naive_bayes.MixedNB.predict_proba_batch`)
         for a model with a ``predict_proba_batch`` method (``MixedNB``, which must
         give ``float`` probabilities) and for river's ``HoeffdingTreeClassifier``
         and ``HoeffdingAdaptiveTreeClassifier``; a loop over ``predict_proba_one``
@@ -173,7 +173,7 @@ class RiverClassifier(ProbaMixin):
         """``[argmax(p) for p in self.predict_proba_many(xs)]``, without making
         the dicts where the batch code ranks a matrix (a model with
         ``predict_labels_batch`` such as ``MixedNB``, plain Hoeffding trees:
-        see :func:`~pipeline.learners.batch.argmax_log_rows`)."""
+        see :func:`~streameval.pipeline.learners.batch.argmax_log_rows`)."""
         if at is not None:
             check_aligned(xs, at)
         model = self.model

@@ -1,7 +1,7 @@
 """Learners by name: ``nochange``, ``majority[window=1000]``, ``ta3:ht``, ``tc[alpha=0.01]:nb``.
 
 A learner spec is a model, optionally preceded by wrappers (the grammar of
-:mod:`pipeline.spec`, outermost wrapper first):
+:mod:`streameval.pipeline.spec`, outermost wrapper first):
 
 * classification models: ``nochange``, ``majority``, ``nb``, ``ht``, ``hat``,
   ``knn``, ``arf``; regression models: ``linreg``, ``htr``, ``mean``;
@@ -17,17 +17,17 @@ exception, ``import[path=package.module.Class,k=v,...]`` (any class, called
 with the other parameters), is refused unless the *local* configuration
 passes ``allow_import=True``.
 
-Models of river are wrapped by :mod:`pipeline.learners.river_adapter`. Trees
+Models of river are wrapped by :mod:`streameval.pipeline.learners.river_adapter`. Trees
 and forests split on ``str`` features natively; kNN and linear regression get
 them one-hot encoded and the numbers standardised; ``nb`` is
-:class:`~pipeline.learners.naive_bayes.MixedNB` (river's GaussianNB on the
+:class:`~streameval.pipeline.learners.naive_bayes.MixedNB` (river's GaussianNB on the
 numbers, a categorical likelihood on the strings), because GaussianNB on
 one-hot columns breaks down (see that module).
 Seeded models (``hat``, ``arf``) take the ``seed`` given to
 :func:`build_learner` unless the spec sets one, so that building a spec twice
 gives two identical fresh learners (what a drift reset does).
 
->>> from pipeline.learners.base import StreamContext
+>>> from streameval.pipeline.learners.base import StreamContext
 >>> learner = build_learner("ta2[fill=predicted]:tc:ht[grace_period=50]", context=StreamContext())
 >>> learner.lags, learner.fill, type(learner.base).__name__
 (2, 'predicted', 'TemporalCorrection')
@@ -48,18 +48,17 @@ from typing import Any, Literal
 
 from river import base as river_base
 from river import compose, forest, linear_model, neighbors, optim, tree
-
-from pipeline.learners.base import StreamContext
-from pipeline.learners.baselines import Majority, NoChange, TargetMean
-from pipeline.learners.naive_bayes import MixedNB
-from pipeline.learners.river_adapter import (
+from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.learners.baselines import Majority, NoChange, TargetMean
+from streameval.pipeline.learners.naive_bayes import MixedNB
+from streameval.pipeline.learners.river_adapter import (
     RiverClassifier,
     RiverRegressor,
     as_classifier,
     with_one_hot,
 )
-from pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
-from pipeline.spec import Component, SpecError, split_wrappers, take_params
+from streameval.pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
+from streameval.pipeline.spec import Component, SpecError, split_wrappers, take_params
 
 Task = Literal["classification", "regression"]
 Params = dict[str, Any]
@@ -330,7 +329,7 @@ def _split(spec: str, task: str) -> tuple[list[Component], Component]:
 
 def learner_lags(spec: str, task: Task | None = None) -> int:
     """How many recent labels ``spec`` reads from the stream context (for
-    :meth:`~pipeline.learners.base.StreamContext.require_recent`).
+    :meth:`~streameval.pipeline.learners.base.StreamContext.require_recent`).
 
     ``ta<l>`` reads ``l`` labels, ``tc`` one; nested wrappers need the largest;
     plain models none. The spec is checked as by :func:`build_learner`, for
@@ -405,7 +404,7 @@ def build_learner(
 ) -> Any:
     """A fresh learner for ``spec``; wrappers read the labels from ``context``.
 
-    Raises :class:`~pipeline.spec.SpecError` for anything not on the
+    Raises :class:`~streameval.pipeline.spec.SpecError` for anything not on the
     allow-lists, naming what is allowed. ``context=None`` builds wrappers that
     keep their own label history (immediate labels only).
 
@@ -414,7 +413,7 @@ def build_learner(
     >>> build_learner("svm", context=None)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pipeline.spec.SpecError: unknown classification learner 'svm' in 'svm' (allowed: arf, ...
+    streameval.pipeline.spec.SpecError: unknown classification learner 'svm' in 'svm' ...
     """
     wrappers, model = _split(spec, task)
     learner = _build_model(model, task, seed, allow_import)

@@ -15,7 +15,7 @@ theory for classification of streaming data with temporal dependence*
 The paper assumes that ``y_{t-1}`` is known when ``y_t`` is predicted. When
 labels are delayed it is not, and sect. 8 names the two ways out: use an older
 label, or the previous *predicted* label. Both wrappers read the labels
-released so far from the experiment's :class:`~pipeline.learners.base.StreamContext`;
+released so far from the experiment's :class:`~streameval.pipeline.learners.base.StreamContext`;
 the ``fill`` option of :class:`TemporallyAugmented` chooses between the two
 ways. Without a context they keep their own history of the labels they learn,
 which is right under immediate labels (the plain test-then-train loop), so
@@ -29,9 +29,9 @@ from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
-from pipeline.learners.base import Features, Proba, StreamContext, argmax
-from pipeline.learners.mixins import ProbaMixin, check_aligned
-from pipeline.learners.river_adapter import as_classifier
+from streameval.pipeline.learners.base import Features, Proba, StreamContext, argmax
+from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
+from streameval.pipeline.learners.river_adapter import as_classifier
 
 #: The value of a lag feature whose label is not known (start of the stream, or
 #: a label neither received nor predicted yet).
@@ -58,7 +58,7 @@ class TemporallyAugmented(ProbaMixin):
     feature of ``x`` with one of these names is overwritten. Being strings,
     the labels are nominal attributes for Hoeffding trees and forests and are
     one-hot encoded for naive Bayes and kNN (see
-    :func:`~pipeline.learners.river_adapter.with_one_hot`).
+    :func:`~streameval.pipeline.learners.river_adapter.with_one_hot`).
 
     Which labels are "previous" (``context`` given):
 
@@ -77,7 +77,7 @@ class TemporallyAugmented(ProbaMixin):
       and keeps at most ``max_predictions`` of them. Calls without ``at`` use
       ``fill="received"``. The experiment must keep the labels of instances
       that may still be some pending instance's predecessors
-      (:meth:`~pipeline.learners.base.StreamContext.forget_before`).
+      (:meth:`~streameval.pipeline.learners.base.StreamContext.forget_before`).
 
     Without a context both settings mean the last ``lags`` labels this
     wrapper learned, i.e. the paper's setting under immediate labels.
@@ -91,7 +91,7 @@ class TemporallyAugmented(ProbaMixin):
     features. This is the honest outcome of delay, not a bug, and what the
     delayed-label experiments measure.
 
-    >>> from pipeline.learners.baselines import Majority
+    >>> from streameval.pipeline.learners.baselines import Majority
     >>> class Show(Majority):
     ...     def predict_proba_one(self, x, *, at=None):
     ...         print(x)
@@ -231,7 +231,7 @@ class TemporalCorrection(ProbaMixin):
     from the base classifier's answer stay absent. New classes may appear at
     any time.
 
-    >>> from pipeline.learners.baselines import Majority
+    >>> from streameval.pipeline.learners.baselines import Majority
     >>> model = TemporalCorrection(Majority(), alpha=0.5)
     >>> for y in ("a", "a", "b", "b"):
     ...     model.learn_one({}, y)

@@ -6,18 +6,18 @@ window or fading factor, Algorithms 1-3 of
 which is defined over a sliding window only.
 """
 
-from pipeline.metrics.auc import PrequentialAUC
-from pipeline.metrics.binned import BinnedClassificationMetrics, BinnedRegressionMetrics
-from pipeline.metrics.classification import ClassificationMetrics
-from pipeline.metrics.comparison import QStatistic, SignedMcNemar
-from pipeline.metrics.forgetting import (
+from streameval.pipeline.metrics.auc import PrequentialAUC
+from streameval.pipeline.metrics.binned import BinnedClassificationMetrics, BinnedRegressionMetrics
+from streameval.pipeline.metrics.classification import ClassificationMetrics
+from streameval.pipeline.metrics.comparison import QStatistic, SignedMcNemar
+from streameval.pipeline.metrics.forgetting import (
     CumulativeMean,
     FadingMean,
     Forgetting,
     MeanEstimator,
     WindowMean,
 )
-from pipeline.metrics.regression import RegressionMetrics
+from streameval.pipeline.metrics.regression import RegressionMetrics
 
 __all__ = [
     "BinnedClassificationMetrics",

@@ -7,7 +7,7 @@ instance contributes one (true label, prediction) pair to each bin
 prediction), so all bins share the true labels and differ in the predictions.
 
 :class:`BinnedClassificationMetrics` equals ``n_bins`` independent
-:class:`~pipeline.metrics.classification.ClassificationMetrics` fed bin-wise
+:class:`~streameval.pipeline.metrics.classification.ClassificationMetrics` fed bin-wise
 (same estimators, same forgetting, same nan rules), but one update costs a few
 numpy operations over all bins: the true-label marginal and ``n`` are shared,
 each bin keeps its prediction marginal (a ``(n_bins, k)`` array that grows
@@ -24,9 +24,8 @@ import math
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-
-from pipeline.metrics.classification import RESCALE_ABOVE
-from pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.classification import RESCALE_ABOVE
+from streameval.pipeline.metrics.forgetting import Forgetting
 
 
 def _ratio(num: np.ndarray, den: np.ndarray | float) -> np.ndarray:
@@ -178,7 +177,7 @@ class BinnedRegressionMetrics:
     prediction (nothing could be predicted) adds nothing to its bin's errors
     nor to its bin's ``n``, but still occupies a slot of the window, so every
     bin covers the same labelled instances. Equals ``n_bins`` independent
-    :class:`~pipeline.metrics.regression.RegressionMetrics`.
+    :class:`~streameval.pipeline.metrics.regression.RegressionMetrics`.
 
     >>> m = BinnedRegressionMetrics(n_bins=2)
     >>> m.update(1.0, [2.0, None]); m.update(3.0, [0.0, 3.5])

@@ -54,7 +54,7 @@ import math
 from collections.abc import Hashable
 from typing import Any
 
-from pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.forgetting import Forgetting
 
 NAN = float("nan")
 RESCALE_ABOVE = 1e100  # lazy fading scale: renormalise stored weights above this

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.forgetting import Forgetting
 
 
 class QStatistic:

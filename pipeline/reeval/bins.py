@@ -60,7 +60,7 @@ from bisect import bisect_left
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from pipeline.reeval.history import columns
+from streameval.pipeline.reeval.history import columns
 
 History = Sequence[tuple[float, Any]]
 

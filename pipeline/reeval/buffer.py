@@ -5,7 +5,7 @@ instance whose features arrive is placed in the buffer with its first
 prediction; every ``K`` labelled instances that arrive after it, it is
 predicted again by the latest model; when its own label arrives it leaves the
 buffer with all its predictions, which are then mapped to bins (see
-:mod:`pipeline.reeval.bins`).
+:mod:`streameval.pipeline.reeval.bins`).
 
 Which instances are due
     Instance ``m`` is re-predicted when ``n - m.labels_seen`` is a positive
@@ -30,7 +30,7 @@ Memory
 
 Feature rows
     Every pending instance's features are also a row of a
-    :class:`~pipeline.reeval.rows.FeatureRows` matrix (``PendingInstance.row``),
+    :class:`~streameval.pipeline.reeval.rows.FeatureRows` matrix (``PendingInstance.row``),
     written once when the features arrive and overwritten by
     :meth:`PendingBuffer.update_features`; the row of a labelled or evicted
     instance is reused by a later one. :meth:`PendingBuffer.batch` hands a
@@ -78,9 +78,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from pipeline.reeval.history import PredictionHistory
-from pipeline.reeval.rows import FeatureRows, PendingRows
+from streameval.pipeline.reeval.history import PredictionHistory
+from streameval.pipeline.reeval.rows import FeatureRows, PendingRows
 
 #: Label types :meth:`PendingBuffer.record_many` compares as integer codes: for them
 #: ``_same`` is ``==``, and a ``dict`` keyed by label tells them apart exactly.

@@ -9,16 +9,16 @@ is a ``float`` of its own; :class:`PredictionHistory` keeps two lists of
 references, the times and the labels, 16 bytes per entry: class labels are
 shared objects, and so are the
 times of a re-evaluation round (one ``float`` for all the instances of the
-round, see :meth:`~pipeline.reeval.buffer.PendingBuffer.record_many`). Lists,
+round, see :meth:`~streameval.pipeline.reeval.buffer.PendingBuffer.record_many`). Lists,
 not typed arrays: reading a list does not box a new ``float`` per access, and
-:func:`~pipeline.reeval.bins.dominant_per_bin` reads every entry at every label.
-With the compaction of :mod:`pipeline.reeval.buffer` (only the changes of label
+:func:`~streameval.pipeline.reeval.bins.dominant_per_bin` reads every entry at every label.
+With the compaction of :mod:`streameval.pipeline.reeval.buffer` (only the changes of label
 are stored) that makes the memory of the buffer follow the number of pending
 instances, not the number of re-prediction rounds.
 
 It reads like the list it replaces: ``len``, ``h[i] == (t, label)``, ``h[-1]``,
 iteration and ``append((t, label))``; the functions of
-:mod:`pipeline.reeval.bins` read its two columns directly.
+:mod:`streameval.pipeline.reeval.bins` read its two columns directly.
 
 >>> h = PredictionHistory(0.0, "UP")
 >>> h.append((5.0, "DOWN"))

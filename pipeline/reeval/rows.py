@@ -2,8 +2,9 @@
 
 Continuous re-evaluation (``delayed-labelling-continuous-reevaluation.txt``,
 Algorithm 1) predicts every pending instance again every ``K`` labels. The
-batched learners (:mod:`pipeline.learners.batch`, :mod:`pipeline.learners.naive_bayes`)
-work on a :class:`~pipeline.learners.batch.NumericFrame`: a float matrix and a
+batched learners (:mod:`streameval.pipeline.learners.batch`,
+:mod:`streameval.pipeline.learners.naive_bayes`)
+work on a :class:`~streameval.pipeline.learners.batch.NumericFrame`: a float matrix and a
 presence mask. Building that frame from the feature dicts of ~``delay / K``
 instances for every learner at every label was the largest cost of
 re-evaluation; :class:`FeatureRows` builds each instance's row **once**, when
@@ -22,8 +23,8 @@ Rows
 Columns
     One column per feature that has held a number (``int``, ``float``,
     ``bool``, numpy numbers), in order of first appearance in the stream. The
-    rules are those of :func:`pipeline.learners.river_adapter.clean` followed
-    by :class:`~pipeline.learners.batch.NumericFrame`: a numeric value that is
+    rules are those of :func:`streameval.pipeline.learners.river_adapter.clean` followed
+    by :class:`~streameval.pipeline.learners.batch.NumericFrame`: a numeric value that is
     NaN or infinite, and ``None``, is *missing* (not present); a ``str`` value
     is kept beside the row as ``(feature, value)``; any other value makes the
     row *odd*, and a round with an odd row is left to the dict code.
@@ -43,8 +44,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-from pipeline.learners.batch import NumericFrame, RowKey, is_number_type
+from streameval.pipeline.learners.batch import NumericFrame, RowKey, is_number_type
 
 #: Rows of a new store; the matrix doubles when full.
 INITIAL_ROWS = 64
@@ -67,7 +67,7 @@ class PendingRows(list):  # type: ignore[type-arg]
     A plain ``list`` of the instances for every learner; batch-aware learners
     read ``frame`` (``NumericFrame`` of the cleaned instances, ``None`` when
     the dict code must decide) and ``needs_clean`` (whether some instance has a
-    missing value that :func:`~pipeline.learners.river_adapter.clean` would
+    missing value that :func:`~streameval.pipeline.learners.river_adapter.clean` would
     drop) and ``key`` (the rows and their content stamps, under which
     learners may keep per-row results). A slice or a copy is a plain list,
     without the view.

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pipeline.spec import SpecError, parse_component, take_params
+from streameval.pipeline.spec import SpecError, parse_component, take_params
 
 DEFAULT_RATE: float = 1.05
 PRESETS: tuple[str, ...] = ("first-time", "test-then-train", "uniform", "exponential")

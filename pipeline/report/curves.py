@@ -1,7 +1,7 @@
 """Metrics over time: the optional ``curves`` block of a results document.
 
 An experiment run with ``--snapshot-every N`` emits a
-:class:`~pipeline.experiment.MetricSnapshot` of every learner every ``N``
+:class:`~streameval.pipeline.experiment.MetricSnapshot` of every learner every ``N``
 labels (and a ``final`` one at the end of the stream). :class:`CurveRecorder`
 keeps those snapshots as compact series, one list per metric and learner, so
 that a results document can carry its own learning curves::
@@ -109,7 +109,8 @@ class CurveRecorder:
         return len(self._points)
 
     def add(self, snapshot: Any) -> None:
-        """One snapshot: a :class:`~pipeline.experiment.MetricSnapshot` or its ``to_dict()``.
+        """One snapshot: a :class:`~streameval.pipeline.experiment.MetricSnapshot` or its
+        ``to_dict()``.
 
         The snapshots of one emission (one per learner, same ``n_labelled``)
         form one point. A snapshot older than the last point is ignored (a
@@ -202,7 +203,7 @@ def curves_from_snapshots(
     """The ``curves`` block of a sequence of snapshots (objects or ``metrics`` messages).
 
     Use it on the messages read from the ``metrics`` topic of a stream, or on
-    the outputs of :func:`pipeline.evaluate.evaluate`'s ``on_output``.
+    the outputs of :func:`streameval.pipeline.evaluate.evaluate`'s ``on_output``.
     """
     rec = CurveRecorder(max_points, max_values)
     rec.extend(snapshots)

@@ -13,7 +13,7 @@ What it shows:
   whose ``kappa_per <= 0`` flagged *fails No-Change*
   (``temporal-dependence-evaluation-journal.txt``, sect. 4.4-4.5);
 * metrics over time from the optional ``curves`` block
-  (:mod:`pipeline.report.curves`), or how to get them;
+  (:mod:`streameval.pipeline.report.curves`), or how to get them;
 * binned performance of continuous re-evaluation and its overhead;
 * the stream's temporal-dependence diagnostics (priors, transition matrix,
   ``Delta(l)``, quick test) as tables and plots;
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.spec import SpecError, split_wrappers
+from streameval.pipeline.spec import SpecError, split_wrappers
 
 REPORT_NAME = "report.html"
 CLASSIFICATION_RANK_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -297,7 +297,7 @@ class Figure:
 
 def make_figures(results: dict[str, Any], out_dir: Path) -> dict[str, list[Figure]]:
     """Write every plot the results allow into ``out_dir``; ``{section: [figures]}``."""
-    from pipeline.report import plots
+    from streameval.pipeline.report import plots
 
     figures: dict[str, list[Figure]] = {"curves": [], "binned": [], "diagnostics": []}
     for estimator in plots.curve_estimators(results):

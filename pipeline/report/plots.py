@@ -82,7 +82,7 @@ def curve_estimators(results: dict[str, Any]) -> list[str]:
 def plot_curves(results: dict[str, Any], path: str | Path, estimator: str = "whole") -> Path:
     """Metrics over time (x: labels seen), one panel per metric, one line per learner.
 
-    Needs the ``curves`` block (:mod:`pipeline.report.curves`, ``--snapshot-every N``).
+    Needs the ``curves`` block (:mod:`streameval.pipeline.report.curves`, ``--snapshot-every N``).
     ``estimator`` picks the whole-history, sliding-window or fading curves.
     """
     curves = results.get("curves")

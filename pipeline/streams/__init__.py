@@ -1,16 +1,16 @@
 """Streams: real and synthetic datasets, shuffles, label delays and the replay schedule.
 
-* :mod:`~pipeline.streams.base` -- :class:`Instance`, :class:`Dataset`;
-* :mod:`~pipeline.streams.datasets` -- the real datasets and :func:`load`;
-* :mod:`~pipeline.streams.synthetic` -- generators with known drift points;
-* :mod:`~pipeline.streams.shuffle` -- the shuffles of the temporal-dependence paper;
-* :mod:`~pipeline.streams.delay` -- label delay models and :func:`parse_delay`;
-* :mod:`~pipeline.streams.schedule` -- :func:`replay_schedule`.
+* :mod:`~streameval.pipeline.streams.base` -- :class:`Instance`, :class:`Dataset`;
+* :mod:`~streameval.pipeline.streams.datasets` -- the real datasets and :func:`load`;
+* :mod:`~streameval.pipeline.streams.synthetic` -- generators with known drift points;
+* :mod:`~streameval.pipeline.streams.shuffle` -- the shuffles of the temporal-dependence paper;
+* :mod:`~streameval.pipeline.streams.delay` -- label delay models and :func:`parse_delay`;
+* :mod:`~streameval.pipeline.streams.schedule` -- :func:`replay_schedule`.
 """
 
-from pipeline.streams.base import Dataset, DatasetError, Instance
-from pipeline.streams.datasets import load
-from pipeline.streams.delay import (
+from streameval.pipeline.streams.base import Dataset, DatasetError, Instance
+from streameval.pipeline.streams.datasets import load
+from streameval.pipeline.streams.delay import (
     DelayModel,
     EventTimeDelay,
     FeatureTimeDelay,
@@ -18,7 +18,7 @@ from pipeline.streams.delay import (
     TimeDelay,
     parse_delay,
 )
-from pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.streams.schedule import replay_schedule
 
 __all__ = [
     "Dataset",

@@ -12,7 +12,7 @@ instance, and nothing is held in memory beyond the current row.
 Behind a dataset is a :class:`RecordSource`: the rows in their storage form
 (a CSV row, a generated ``(x, y)`` pair) with the event time of each, plus how
 to turn a row into features and a target. Keeping the storage form apart lets
-a shuffle (:mod:`pipeline.streams.shuffle`) hold a whole stream in a compact
+a shuffle (:mod:`streameval.pipeline.streams.shuffle`) hold a whole stream in a compact
 form and decode rows only when they are replayed.
 
 >>> ds = Dataset.from_instances(
@@ -33,7 +33,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
-    from pipeline.streams.delay import DelayModel
+    from streameval.pipeline.streams.delay import DelayModel
 
 Task = Literal["classification", "regression"]
 FeatureValue = float | str
@@ -127,7 +127,7 @@ class Dataset:
         Number of instances if known.
     natural_delay
         The label delay the dataset's own setting implies (``None`` if it has
-        none); see :mod:`pipeline.streams.delay`.
+        none); see :mod:`streameval.pipeline.streams.delay`.
     source
         Where the rows come from.
     drift_points

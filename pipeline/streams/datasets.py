@@ -3,7 +3,7 @@
 Three files are read from the directory in the environment variable
 ``STREAMEVAL_DATA_DIR`` (the ``data_dir`` argument overrides it). Each file is
 verified against its SHA-256 (once per process per file version, see
-:mod:`pipeline.streams.checksum`); a missing directory or file, or a digest
+:mod:`streameval.pipeline.streams.checksum`); a missing directory or file, or a digest
 mismatch, raises :class:`DatasetError` naming the path looked at, the file and
 digest expected and where the data comes from. There is no fallback to other
 data. Provenance and statistics of the files: ``datasets/README.md`` of the
@@ -37,13 +37,13 @@ shared data directory.
     their ``ts`` is clamped to the running maximum, so event time never
     decreases. Natural delay: the scheduled landing, ``ts + Length * 60``.
 
-Dataset specs (:func:`load`) use the grammar of :mod:`pipeline.spec`:
+Dataset specs (:func:`load`) use the grammar of :mod:`streameval.pipeline.spec`:
 
 * a real dataset, with optional ``n`` (keep the first ``n`` rows);
-* a synthetic generator of :mod:`pipeline.streams.synthetic` with its
+* a synthetic generator of :mod:`streameval.pipeline.streams.synthetic` with its
   parameters;
 * either one with ``shuffle=full`` or ``shuffle=within-class``
-  (:mod:`pipeline.streams.shuffle`); the shuffle's seed is ``shuffle_seed``
+  (:mod:`streameval.pipeline.streams.shuffle`); the shuffle's seed is ``shuffle_seed``
   if given, else ``seed`` if given, else 0 (on real datasets ``seed`` means
   nothing else, on generators it also seeds the generator). Truncation by
   ``n`` comes first, then the shuffle. Shuffles remove the drift points.
@@ -67,12 +67,18 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from pipeline.spec import Component, SpecError, parse_component, take_params
-from pipeline.streams.base import Dataset, DatasetError, FeatureValue, Instance, RecordSource
-from pipeline.streams.checksum import sha256_of
-from pipeline.streams.delay import DelayModel, FeatureTimeDelay, InstanceDelay, TimeDelay
-from pipeline.streams.shuffle import SHUFFLE_KINDS, ShuffledSource
-from pipeline.streams.synthetic import GENERATORS, make_synthetic
+from streameval.pipeline.spec import Component, SpecError, parse_component, take_params
+from streameval.pipeline.streams.base import (
+    Dataset,
+    DatasetError,
+    FeatureValue,
+    Instance,
+    RecordSource,
+)
+from streameval.pipeline.streams.checksum import sha256_of
+from streameval.pipeline.streams.delay import DelayModel, FeatureTimeDelay, InstanceDelay, TimeDelay
+from streameval.pipeline.streams.shuffle import SHUFFLE_KINDS, ShuffledSource
+from streameval.pipeline.streams.synthetic import GENERATORS, make_synthetic
 
 __all__ = ["REAL_DATASETS", "Dataset", "DatasetError", "Instance", "load", "load_real"]
 
@@ -329,7 +335,7 @@ def load(spec: str, data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     >>> load("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pipeline.spec.SpecError: unknown dataset 'nope' ...
+    streameval.pipeline.spec.SpecError: unknown dataset 'nope' ...
     """
     comp = parse_component(spec)
     params = dict(comp.params)

@@ -1,9 +1,9 @@
 """Label delay models: when the true label of an instance is delivered.
 
 Every model places the label event of instance ``i`` relative to the
-feature events of the stream (:mod:`pipeline.streams.schedule` builds the
+feature events of the stream (:mod:`streameval.pipeline.streams.schedule` builds the
 replay). At equal event time, features come before labels (the ordering rule
-of :mod:`pipeline.events`).
+of :mod:`streameval.pipeline.events`).
 
 ``0``
     The label right after its own features: the test-then-train (immediate
@@ -47,7 +47,7 @@ TimeDelay(seconds=86400.0)
 >>> parse_delay("soon")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-pipeline.spec.SpecError: bad delay 'soon': allowed forms are 0, N ...
+streameval.pipeline.spec.SpecError: bad delay 'soon': allowed forms are 0, N ...
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipeline.spec import SpecError
+from streameval.pipeline.spec import SpecError
 
 if TYPE_CHECKING:
-    from pipeline.streams.base import Dataset, Instance
+    from streameval.pipeline.streams.base import Dataset, Instance
 
 ALLOWED_FORMS = (
     "0, N (label after the features of the instance N positions later), "
@@ -122,7 +122,7 @@ class FeatureTimeDelay(EventTimeDelay):
 
     A negative or missing duration delivers the label at ``ts``.
 
-    >>> from pipeline.streams.base import Instance
+    >>> from streameval.pipeline.streams.base import Instance
     >>> FeatureTimeDelay("Length", 60.0).due(Instance("0", 900.0, {"Length": 205.0}, "1"))
     13200.0
     """
@@ -143,7 +143,7 @@ def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:
     """Resolve a delay spec: ``0``, ``N``, ``time:S`` or ``natural``.
 
     ``natural`` needs ``dataset`` and a dataset that has a natural delay.
-    Anything else raises :class:`~pipeline.spec.SpecError` (a ``ValueError``)
+    Anything else raises :class:`~streameval.pipeline.spec.SpecError` (a ``ValueError``)
     that lists the allowed forms.
 
     >>> parse_delay(0), parse_delay("time:90.5")

@@ -1,31 +1,32 @@
 """The replay schedule: instances and a delay model become an ordered event stream.
 
 :func:`replay_schedule` turns the instances of a stream into
-:class:`~pipeline.events.FeatureEvent` and :class:`~pipeline.events.LabelEvent`
+:class:`~streameval.pipeline.events.FeatureEvent` and
+:class:`~streameval.pipeline.events.LabelEvent`
 events in non-decreasing event time (for event-time delays, at equal event
 time features come before labels), numbers them with consecutive ``seq``
-from 0 and closes with an :class:`~pipeline.events.EndOfStream` whose ``ts``
+from 0 and closes with an :class:`~streameval.pipeline.events.EndOfStream` whose ``ts``
 is the last event's and whose ``n_events`` counts the feature and label
 events before it.
 
 It streams: memory holds only the labels not yet due (a heap keyed by due
 time, then by instance order), never the features of past instances.
 
-* :class:`~pipeline.streams.delay.InstanceDelay` ``N``: the label of instance
+* :class:`~streameval.pipeline.streams.delay.InstanceDelay` ``N``: the label of instance
   ``i`` is released, at ``ts_{i+N}``, right after the features of ``i + N``
   (also when later instances share that event time: delay 0 is test-then-train
   on every stream). The
   labels of the last ``N`` instances are released after the last features,
   at the last event time, in stream order.
-* :class:`~pipeline.streams.delay.EventTimeDelay`: the label is due at
+* :class:`~streameval.pipeline.streams.delay.EventTimeDelay`: the label is due at
   ``delay.due(instance)`` (never before the instance's own ``ts``) and is
   released before the first feature event with a later event time; labels
   still pending after the last instance follow in due order.
 
 Labels due at the same time leave in stream order of their instances.
 
->>> from pipeline.streams.base import Instance
->>> from pipeline.streams.delay import InstanceDelay
+>>> from streameval.pipeline.streams.base import Instance
+>>> from streameval.pipeline.streams.delay import InstanceDelay
 >>> rows = [Instance(str(i), float(i), {}, "a") for i in range(4)]
 >>> events = list(replay_schedule("s", rows, InstanceDelay(2)))
 >>> " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
@@ -40,9 +41,9 @@ import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-from pipeline.streams.base import Instance, Target
-from pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from streameval.pipeline.streams.base import Instance, Target
+from streameval.pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
 
 
 def replay_schedule(

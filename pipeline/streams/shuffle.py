@@ -29,8 +29,8 @@ import random
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-from pipeline.spec import SpecError
-from pipeline.streams.base import FeatureValue, Instance, RecordSource, Target
+from streameval.pipeline.spec import SpecError
+from streameval.pipeline.streams.base import FeatureValue, Instance, RecordSource, Target
 
 ShuffleKind = Literal["full", "within-class"]
 SHUFFLE_KINDS: tuple[str, ...] = ("full", "within-class")

@@ -81,10 +81,9 @@ from itertools import islice, pairwise
 from typing import Any
 
 from river.datasets import synth
-
-from pipeline.spec import Component, SpecError, parse_component, take_params
-from pipeline.streams.base import Dataset, FeatureValue, RecordSource, Target
-from pipeline.streams.delay import DelayModel, InstanceDelay
+from streameval.pipeline.spec import Component, SpecError, parse_component, take_params
+from streameval.pipeline.streams.base import Dataset, FeatureValue, RecordSource, Target
+from streameval.pipeline.streams.delay import DelayModel, InstanceDelay
 
 Pair = tuple[dict[str, FeatureValue], Target]
 PairFactory = Callable[[], Iterator[Pair]]

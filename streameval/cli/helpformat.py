@@ -2,7 +2,7 @@
 
 Every option's help line ends with its default (unless the text already names
 it) and with the environment variable that sets it, if one does
-(:data:`pipeline.settings.OPTION_ENV`). ``--help`` with ``--config FILE`` adds
+(:data:`streameval.cli.settings.OPTION_ENV`). ``--help`` with ``--config FILE`` adds
 the value the file sets and its line: ``[now 200: file streameval.toml:29]``.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline.settings import OPTION_ENV
+from streameval.cli.settings import OPTION_ENV
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -408,7 +408,7 @@ class Settings:
         """Put file values of environment-only settings into ``environ`` where unset.
 
         Returns the variables set. This is how ``[kafka]`` reaches
-        :meth:`agents.config.KafkaSettings.from_env` and the workers ``run`` starts,
+        :meth:`streameval.agents.config.KafkaSettings.from_env` and the workers ``run`` starts,
         with the environment still winning.
         """
         done = []

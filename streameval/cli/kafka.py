@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agents.config import KafkaSettings
+from streameval.agents.config import KafkaSettings
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     """Write ``config`` to the compacted experiments topic (key = stream id)."""
     from confluent_kafka import Producer
 
-    from agents.topics import TopicNames
-    from schemas import encode, validate
+    from streameval.agents.topics import TopicNames
+    from streameval.schemas import encode, validate
 
     message = config.to_dict()
     reason = validate("experiments", message)
@@ -106,8 +106,8 @@ def replay_dataset(
 
     Once ``stop`` is set the replay ends early (what was produced is flushed).
     """
-    from agents.replay import OneEventPerMessage, PackedMessages, replay
-    from pipeline.evaluate import expected_events, prepare, schedule
+    from streameval.agents.replay import OneEventPerMessage, PackedMessages, replay
+    from streameval.pipeline.evaluate import expected_events, prepare, schedule
 
     dataset, config = prepare(config, data_dir)
     fmt = PackedMessages(pack) if pack > 1 else OneEventPerMessage()
@@ -135,7 +135,7 @@ class ResultsWaiter:
     def __init__(self, settings: KafkaSettings, *streams: str) -> None:
         from confluent_kafka import Consumer, TopicPartition
 
-        from agents.topics import TopicNames
+        from streameval.agents.topics import TopicNames
 
         if not streams:
             raise ValueError("ResultsWaiter needs at least one stream")
@@ -198,7 +198,7 @@ class ResultsWaiter:
                     done[stream] = (time.perf_counter(), value["results"])
                     waiting.discard(stream)
                 elif value.get("kind") == "failed":
-                    from agents.worker import failure_text
+                    from streameval.agents.worker import failure_text
 
                     raise RuntimeError(
                         failure_text(stream, value.get("error"), value.get("deadletter"))
@@ -221,7 +221,7 @@ def start_worker(
     env = {**os.environ, **env_extra, "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers or ""}
     env["STREAMEVAL_TOPIC_PREFIX"] = settings.topic_prefix
     env.setdefault("PYTHONHASHSEED", "0")
-    cmd = [sys.executable, "-m", "pipeline.cli", "worker", *(extra_args or [])]
+    cmd = [sys.executable, "-m", "streameval.cli", "worker", *(extra_args or [])]
     handle = open(log_path, "ab")  # noqa: SIM115 - closed by the process end
     return subprocess.Popen(cmd, env=env, stdout=handle, stderr=subprocess.STDOUT)
 
@@ -258,7 +258,7 @@ def run_through_kafka(
     empty.
 
     ``inline`` (the default): the stream is evaluated in this process, read by a
-    plain consumer while the replay runs in a thread (:mod:`agents.inline`; no
+    plain consumer while the replay runs in a thread (:mod:`streameval.agents.inline`; no
     second interpreter, no Faust start-up, no group join). Otherwise a Faust
     worker process (``streameval worker``) does it, started as soon as the topics
     exist so that its start-up overlaps with the submission and the replay (it
@@ -266,9 +266,9 @@ def run_through_kafka(
     web views. ``worker_args`` are passed to that worker after ``run``'s own
     options; ``broker_timeout`` is the inline loop's ``--broker-timeout``.
     """
-    from agents.broker import broker_for
-    from agents.topics import ensure_topics
-    from pipeline.evaluate import prepare
+    from streameval.agents.broker import broker_for
+    from streameval.agents.topics import ensure_topics
+    from streameval.pipeline.evaluate import prepare
 
     _, config = prepare(config, data_dir)  # fails early on a missing dataset (lazy: ~10 ms)
     embedded = settings.embedded
@@ -280,7 +280,7 @@ def run_through_kafka(
         if inline:
             from concurrent.futures import ThreadPoolExecutor
 
-            from agents.inline import run_inline
+            from streameval.agents.inline import run_inline
 
             def produce(stop: threading.Event) -> Any:
                 # the definition and the events at once (each producer's start costs ~0.5 s
@@ -373,7 +373,7 @@ def _run_with_worker(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipeline.cli import config_from_args, print_results, write_outputs
+    from streameval.cli.main import config_from_args, print_results, write_outputs
 
     if not args.stream_id:
         args.stream_id = f"{args.dataset}-{uuid.uuid4().hex[:8]}"
@@ -403,9 +403,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from agents.app import create_app, run_app
-    from agents.checkpoint import checkpoint_key
-    from agents.worker import StreamWorker, watched_producer
+    from streameval.agents.app import create_app, run_app
+    from streameval.agents.checkpoint import checkpoint_key
+    from streameval.agents.worker import StreamWorker, watched_producer
 
     settings = _settings(args)
     if settings.embedded:
@@ -415,7 +415,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
-    from agents.health import broker_timeout, watch_broker
+    from streameval.agents.health import broker_timeout, watch_broker
 
     checkpoints: dict[str, int] = {}
     health, monitor = watch_broker(
@@ -460,7 +460,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from pipeline.config import ExperimentConfig
+    from streameval.pipeline.config import ExperimentConfig
 
     settings = _settings(args)
     if settings.embedded:
@@ -485,8 +485,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from pipeline.cli import config_from_args
-    from pipeline.evaluate import prepare
+    from streameval.cli.main import config_from_args
+    from streameval.pipeline.evaluate import prepare
 
     settings = _settings(args)
     if settings.embedded:

@@ -1,6 +1,6 @@
 """``streameval bench``: speed and memory, every figure a ratio measured in the same run.
 
-Every configuration runs in a fresh child process (``python -m pipeline.bench
+Every configuration runs in a fresh child process (``python -m streameval.bench
 --child``, the job as JSON on stdin), ``--reps`` times (default 3), repetitions
 interleaved (rep 1 of every configuration, then rep 2, ...), and reports the
 median. Each child reports its own peak RSS (``VmHWM`` of ``/proc/self/status``)
@@ -14,7 +14,7 @@ the cluster of ``KAFKA_BOOTSTRAP_SERVERS``):
     the very messages a replay sends (one event per message, and 200 per message);
 (b) the peer: ``river.evaluate.progressive_val_score`` with river's
     ``GaussianNB`` and ``metrics.Accuracy`` on the same stream and delay;
-(c) ``pipeline.evaluate.evaluate`` for the same configuration.
+(c) ``streameval.pipeline.evaluate.evaluate`` for the same configuration.
 
 The targets (``TARGETS``) are checked and printed PASS/FAIL; ``bench/results.json``
 holds every repetition, ``bench/results.md`` the table. ``bench/README.md``
@@ -256,13 +256,13 @@ def _profiled(job: dict[str, Any], fn: Callable[[], Any]) -> Any:
 
 
 def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
-    """``pipeline.evaluate.evaluate`` for one config (timed around the whole call)."""
-    from pipeline.config import ExperimentConfig
+    """``streameval.pipeline.evaluate.evaluate`` for one config (timed around the whole call)."""
+    from streameval.pipeline.config import ExperimentConfig
 
     config = ExperimentConfig.from_dict(job["config"])
     if job.get("sample_buffer"):
         return _evaluate_sampled(config, job)
-    from pipeline.evaluate import evaluate
+    from streameval.pipeline.evaluate import evaluate
 
     start, cpu = time.perf_counter(), time.process_time()
     results = _profiled(job, lambda: evaluate(config, data_dir=job.get("data_dir")))
@@ -281,8 +281,8 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
 def _evaluate_sampled(config: Any, job: dict[str, Any]) -> dict[str, Any]:
     """``evaluate``'s loop, sampling the pending buffer's pickle size as the run goes.
 
-    The loop is that of :func:`pipeline.evaluate.evaluate` (prepare, one
-    :class:`~pipeline.experiment.Experiment`, the schedule, ``results()``);
+    The loop is that of :func:`streameval.pipeline.evaluate.evaluate` (prepare, one
+    :class:`~streameval.pipeline.experiment.Experiment`, the schedule, ``results()``);
     the time spent sampling is measured and left out of ``seconds``.
     Samples: in the fill phase (no label yet) and the drain phase (no
     features left) when the pending count reaches one of ``sample_levels``,
@@ -290,8 +290,8 @@ def _evaluate_sampled(config: Any, job: dict[str, Any]) -> dict[str, Any]:
     """
     import pickle
 
-    from pipeline.evaluate import prepare, schedule
-    from pipeline.experiment import Experiment
+    from streameval.pipeline.evaluate import prepare, schedule
+    from streameval.pipeline.experiment import Experiment
 
     levels = set(job.get("sample_levels") or [])
     every = max(1, int(job.get("sample_every") or 10_000))
@@ -408,8 +408,8 @@ def child_river(job: dict[str, Any]) -> dict[str, Any]:
     from river import evaluate as river_evaluate
     from river import metrics
 
-    from pipeline.streams.datasets import load
-    from pipeline.streams.delay import InstanceDelay, parse_delay
+    from streameval.pipeline.streams.datasets import load
+    from streameval.pipeline.streams.delay import InstanceDelay, parse_delay
 
     def run() -> Any:
         dataset = load(job["dataset"], data_dir=job.get("data_dir"))
@@ -460,7 +460,7 @@ def _due_after(x: _TimedX, y: Any) -> float:
 def _kafka_settings(job: dict[str, Any]) -> Any:
     import dataclasses
 
-    from agents.config import KafkaSettings
+    from streameval.agents.config import KafkaSettings
 
     settings = KafkaSettings.from_env().with_bootstrap(job["bootstrap"])
     # fresh topics for every run: a worker restores every checkpoint of its topic, and
@@ -476,10 +476,10 @@ def child_raw(job: dict[str, Any]) -> dict[str, Any]:
     """Reference (a): produce the replay's own messages raw, then consume + ``json.loads`` them."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from agents.replay import PRODUCER_DEFAULTS, OneEventPerMessage, PackedMessages
-    from agents.topics import ensure_topics
-    from pipeline.config import ExperimentConfig
-    from pipeline.evaluate import prepare, schedule
+    from streameval.agents.replay import PRODUCER_DEFAULTS, OneEventPerMessage, PackedMessages
+    from streameval.agents.topics import ensure_topics
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import prepare, schedule
 
     settings = _kafka_settings(job)
     names = ensure_topics(
@@ -587,17 +587,18 @@ def _log_time(log: Path, needle: str, last: bool = False) -> float | None:
 
 #: The modules ``streameval run`` imports on first use (see :func:`child_kafka_run`).
 RUN_MODULES = (
-    "agents.broker",
-    "agents.inline",
-    "agents.replay",
-    "agents.topics",
-    "agents.worker",
-    "pipeline.evaluate",
+    "streameval.agents.broker",
+    "streameval.agents.inline",
+    "streameval.agents.replay",
+    "streameval.agents.topics",
+    "streameval.agents.worker",
+    "streameval.pipeline.evaluate",
 )
 
 
 def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
-    """``agents.commands.run_through_kafka`` as ``streameval run`` does it, on the bench broker.
+    """``streameval.cli.kafka.run_through_kafka`` as ``streameval run`` does it, on the bench
+    broker.
 
     Timed around the whole call. Hooks (wrapping, not replacing, the functions
     ``run_through_kafka`` calls) read the worker's peak RSS and CPU time just
@@ -605,11 +606,11 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
     (``--loglevel info``) gives the moment its consumer was ready, so the row
     can split start-up from processing.
     """
-    from agents import commands
-    from pipeline.config import ExperimentConfig
+    from streameval.cli import kafka as commands
+    from streameval.pipeline.config import ExperimentConfig
 
     # What run_through_kafka imports on first use, imported before the clock starts, as
-    # child_evaluate imports pipeline.evaluate before its own (~0.85 s of imports that
+    # child_evaluate imports streameval.pipeline.evaluate before its own (~0.85 s of imports that
     # were inside this timing and outside evaluate's).
     for module in RUN_MODULES:
         importlib.import_module(module)
@@ -652,7 +653,7 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
         inline=bool(job.get("inline", True)),
     )
     seconds = time.perf_counter() - start
-    if "proc" not in seen:  # inline (agents.inline): this process evaluated the stream
+    if "proc" not in seen:  # inline (streameval.agents.inline): this process evaluated the stream
         seen["worker_hwm"] = proc_status_kib(os.getpid())
         cpu_after = proc_cpu_seconds(os.getpid())
         if cpu_before is not None and cpu_after is not None:
@@ -680,7 +681,7 @@ def _partitions_of(key: str, partitions: int) -> tuple[int, int]:
 
     The replay producer uses ``murmur2_random`` (Java's default); a producer
     left at librdkafka's default (``consistent_random``, CRC32 of the key) --
-    ``agents.commands.submit_experiment`` at the time of writing -- puts the
+    ``streameval.cli.kafka.submit_experiment`` at the time of writing -- puts the
     same key on another partition for about half the keys (two partitions).
     """
     import zlib
@@ -739,11 +740,11 @@ def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
     import secrets
     import tempfile
 
-    from agents.commands import ResultsWaiter, start_worker, stop_worker, submit_experiment
-    from agents.replay import PackedMessages, replay
-    from agents.topics import ensure_topics
-    from pipeline.config import ExperimentConfig
-    from pipeline.evaluate import prepare, schedule
+    from streameval.agents.replay import PackedMessages, replay
+    from streameval.agents.topics import ensure_topics
+    from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import prepare, schedule
 
     settings = _kafka_settings(job)
     ensure_topics(settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix)
@@ -920,7 +921,7 @@ class Bench:
         print(f"[{elapsed:6.0f} s] {m.label} ({note}) ...", file=sys.stderr, flush=True)
         # its own session: on a timeout the whole group goes (the child's workers too)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pipeline.bench", "--child"],
+            [sys.executable, "-m", "streameval.bench", "--child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -1045,7 +1046,7 @@ def _error_row(rid: str, target: str, what: str, workload: str, m: Measured) -> 
 def _config(
     dataset: str, learners: Sequence[str], *, limit: int | None, delay: str = "0", **kw: Any
 ) -> dict[str, Any]:
-    from pipeline.config import ExperimentConfig
+    from streameval.pipeline.config import ExperimentConfig
 
     return ExperimentConfig(
         stream=f"bench-{dataset}",
@@ -1768,7 +1769,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_bench_command(sub: Any) -> argparse.ArgumentParser:
-    """Register ``streameval bench`` on the subparsers of ``pipeline.cli``."""
+    """Register ``streameval bench`` on the subparsers of ``streameval.cli.main``."""
     p = sub.add_parser(
         "bench",
         help="speed and memory against River, raw Kafka and in-process (bench/results.md)",
@@ -1824,8 +1825,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if "4" in targets or "5" in targets:
             builders.append(plan_targets45(bench, plan))
         if any(t in targets for t in ("2", "3", "6")):
-            from agents.broker import EmbeddedBroker, wait_for_broker
-            from agents.config import KafkaSettings
+            from streameval.agents.broker import EmbeddedBroker, wait_for_broker
+            from streameval.agents.config import KafkaSettings
 
             settings = KafkaSettings.from_env()
             if settings.bootstrap_servers:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import ExperimentConfig
-from pipeline.report.html import add_report_command, add_report_option, report_from_args
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.report.html import add_report_command, add_report_option, report_from_args
 
 DEFAULT_LEARNERS = ["nochange", "majority", "nb", "ht", "ta:ht"]
 
@@ -172,7 +172,12 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
 
 def print_results(results: dict[str, Any], out: Any = None) -> None:
     """The tables ``evaluate`` and ``run`` print."""
-    from pipeline.report.table import binned_table, diagnostics_table, metrics_table, overhead_line
+    from streameval.pipeline.report.table import (
+        binned_table,
+        diagnostics_table,
+        metrics_table,
+        overhead_line,
+    )
 
     out = out or sys.stdout
     cfg = results["config"]
@@ -223,7 +228,7 @@ def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
     if results["config"].get("reeval_k"):
         plot = args.plot or (str(Path(args.json).with_suffix(".binned.png")) if args.json else None)
         if plot:
-            from pipeline.report.plots import plot_binned
+            from streameval.pipeline.report.plots import plot_binned
 
             plot_binned(results, plot)
             print(f"binned accuracy plot written to {plot}", file=sys.stderr)
@@ -231,7 +236,7 @@ def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from pipeline.evaluate import evaluate
+    from streameval.pipeline.evaluate import evaluate
 
     config = config_from_args(args)
     results = evaluate(
@@ -246,9 +251,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from pipeline.diagnostics.temporal import TemporalDependence
-    from pipeline.report.table import diagnostics_table
-    from pipeline.streams.datasets import load
+    from streameval.pipeline.diagnostics.temporal import TemporalDependence
+    from streameval.pipeline.report.table import diagnostics_table
+    from streameval.pipeline.streams.datasets import load
 
     dataset = load(args.dataset, data_dir=args.data_dir)
     if dataset.task != "classification":
@@ -306,12 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_report_command(sub)
 
-    from pipeline.bench import add_bench_command
+    from streameval.bench import add_bench_command
 
     add_bench_command(sub)
 
     try:
-        from agents.commands import register
+        from streameval.cli.kafka import register
     except ImportError:  # pragma: no cover - the Kafka layer is part of the distribution
         register = None
     if register is not None:
@@ -362,8 +367,8 @@ def _add_config_option(p: argparse.ArgumentParser) -> None:
 
 def _finish(parser: argparse.ArgumentParser) -> None:
     """--config on every subcommand, help on every option, the same help format everywhere."""
-    from pipeline.helpformat import HelpFormatter
-    from pipeline.settings import options, subcommands
+    from streameval.cli.helpformat import HelpFormatter
+    from streameval.cli.settings import options, subcommands
 
     commands = subcommands(parser)
     shared = options(commands["evaluate"])
@@ -386,7 +391,7 @@ def _finish(parser: argparse.ArgumentParser) -> None:
 
 def _kafka_epilog() -> str:
     try:
-        from agents.config import ENV_FIELDS
+        from streameval.agents.config import ENV_FIELDS
     except ImportError:  # pragma: no cover
         return ""
     names = list(ENV_FIELDS)
@@ -399,10 +404,10 @@ def _kafka_epilog() -> str:
 
 def settings_schema(parser: argparse.ArgumentParser) -> Any:
     """The config file's sections and keys: the parser's options plus the Kafka settings."""
-    from pipeline.settings import Schema
+    from streameval.cli.settings import Schema
 
     try:
-        from agents.config import file_sections
+        from streameval.agents.config import file_sections
     except ImportError:  # pragma: no cover - the Kafka layer is part of the distribution
         env_sections = {}
     else:
@@ -411,7 +416,7 @@ def settings_schema(parser: argparse.ArgumentParser) -> Any:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from pipeline.settings import FLAG, config_flag, show_lines, subcommands
+    from streameval.cli.settings import FLAG, config_flag, show_lines, subcommands
 
     parser = build_parser()
     commands = [n for n in subcommands(parser) if n != "config"]
@@ -434,8 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # learners that iterate over sets of labels then sum in the same order, and
         # in-process and Kafka runs agree to the last bit.
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        os.execve(sys.executable, [sys.executable, "-m", "pipeline.cli", *sys.argv[1:]], env)
-    from pipeline.settings import parse_args
+        os.execve(sys.executable, [sys.executable, "-m", "streameval.cli", *sys.argv[1:]], env)
+    from streameval.cli.settings import parse_args
 
     parser = build_parser()
     args = parse_args(parser, settings_schema(parser), argv)
@@ -453,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        from pipeline.spec import SpecError
+        from streameval.pipeline.spec import SpecError
 
         known = (SpecError, ValueError, OSError, RuntimeError, TimeoutError)
         if os.environ.get("STREAMEVAL_DEBUG") or not isinstance(exc, known):
