@@ -1,34 +1,44 @@
-"""The in-process driver: a dataset's replay schedule straight into an :class:`Experiment`.
+"""The in-process driver: a stream's replay schedule straight into an :class:`Experiment`.
 
-This is the reference the Kafka pipeline must reproduce number for number.
+:func:`evaluate` is the library's entry point (``streameval.evaluate``): any iterable of
+``(x, y)`` or ``(x, y, ts)``, or a built-in dataset, and any River models.
+:func:`evaluate_config` runs an :class:`ExperimentConfig` of spec strings, as the command
+line does. Both are the reference the Kafka pipeline must reproduce number for number.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import InputEvent
-from streameval.pipeline.experiment import Experiment, Output
+from streameval.pipeline.config import ExperimentConfig, Task
+from streameval.pipeline.events import InputEvent, Output
+from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.progress import Progress
+from streameval.pipeline.results import Results
 from streameval.pipeline.streams.datasets import Dataset, load
-from streameval.pipeline.streams.delay import parse_delay
+from streameval.pipeline.streams.delay import CallableDelay, DelayModel, parse_delay
+from streameval.pipeline.streams.iterable import instances
 from streameval.pipeline.streams.schedule import replay_schedule
 
 
 def prepare(
-    config: ExperimentConfig, data_dir: str | Path | None = None
+    config: ExperimentConfig,
+    data_dir: str | Path | None = None,
+    *,
+    dataset: Dataset | None = None,
 ) -> tuple[Dataset, ExperimentConfig]:
-    """Load ``config.dataset`` and fill what the dataset knows (positive class, drift points).
+    """Load ``config.dataset`` (unless ``dataset`` is given) and fill what the dataset
+    knows (positive class, drift points).
 
     The returned config is the one both drivers use, so that they agree.
     """
-    if not config.dataset:
-        raise ValueError("the experiment names no dataset")
-    dataset = load(config.dataset, data_dir=data_dir)
+    if dataset is None:
+        if not config.dataset:
+            raise ValueError("the experiment names no dataset")
+        dataset = load(config.dataset, data_dir=data_dir)
     if dataset.task != config.task:
         config = ExperimentConfig.from_dict({**config.to_dict(), "task": dataset.task})
     changes: dict[str, Any] = {}
@@ -58,7 +68,7 @@ def expected_events(config: ExperimentConfig, dataset: Dataset) -> int | None:
     return None if n is None else 2 * n + 1
 
 
-def evaluate(
+def evaluate_config(
     config: ExperimentConfig,
     *,
     data_dir: str | Path | None = None,
@@ -66,7 +76,7 @@ def evaluate(
     on_output: Callable[[Output], None] | None = None,
     allow_import: bool = False,
 ) -> dict[str, Any]:
-    """Run ``config`` in-process and return its results document.
+    """Run ``config`` (a dataset spec and learner specs) in-process; its results document.
 
     ``on_output`` receives every output event (predictions only if the
     callback is given). ``runtime`` (wall time, rate) is added to the document
@@ -76,10 +86,22 @@ def evaluate(
     experiment = Experiment(
         config, emit_predictions=on_output is not None, allow_import=allow_import
     )
-    bar = Progress(expected_events(config, dataset), "events", enabled=progress)
+    total = expected_events(config, dataset)
+    return drive(experiment, schedule(config, dataset), total, progress, on_output)
+
+
+def drive(
+    experiment: Experiment,
+    events: Iterable[InputEvent],
+    total: int | None,
+    progress: bool,
+    on_output: Callable[[Output], None] | None,
+) -> dict[str, Any]:
+    """Feed ``events`` to ``experiment``; its results document with ``runtime`` added."""
+    bar = Progress(total, "events", enabled=progress)
     start = time.perf_counter()
     n_events = 0
-    for event in schedule(config, dataset):
+    for event in events:
         outputs = experiment.process(event)
         if on_output is not None:
             for out in outputs:
@@ -96,3 +118,175 @@ def evaluate(
         "events_per_s": round(n_events / elapsed, 1) if elapsed > 0 else None,
     }
     return results
+
+
+Delay = int | str | Callable[..., float]
+
+
+def evaluate(
+    stream: Iterable[Any] | str | Dataset,
+    models: Mapping[str, Any] | Any,
+    *,
+    delay: Delay = 0,
+    window: int | None = None,
+    fading: float | None = None,
+    reeval_k: int | None = None,
+    bins: int | None = None,
+    weights: str = "uniform",
+    detectors: Sequence[Any] = (),
+    drift_reset: bool = False,
+    positive: Any = None,
+    task: Task | None = None,
+    limit: int | None = None,
+    snapshot_every: int = 0,
+    auc_window: int = 1000,
+    pending_cap: int | None = 1_000_000,
+    max_lag: int = 5,
+    seed: int = 0,
+    stream_id: str | None = None,
+    data_dir: str | Path | None = None,
+    progress: bool = False,
+    on_output: Callable[[Output], None] | None = None,
+) -> Results:
+    """Evaluate ``models`` on ``stream`` prequentially, beside No-Change and Majority.
+
+    ``stream`` is any iterable of ``(x, y)`` or ``(x, y, ts)`` (River's dataset
+    convention; ``ts`` in seconds or a ``datetime``, else the position), a
+    :class:`Dataset` or a built-in dataset spec (``"electricity"``,
+    ``"sea[n=20000]"``). ``models`` maps names to River classifiers or regressors
+    or streameval learners; a bare model (or a list of them) is named by its class.
+
+    Labels arrive ``delay`` later: ``N`` instances, ``"time:S"`` seconds of event
+    time, ``"natural"`` (a built-in dataset's own), or a function ``(x, y, ts)``
+    (or ``(x, y)``) giving each label's delay in the stream's time unit. Every
+    metric is estimated over the whole stream, and also over a sliding ``window``
+    and with a ``fading`` factor when given (``prequential-error-fading-factors.txt``
+    Alg. 2, 3). With ``reeval_k`` the pending instances are re-predicted every K
+    labels and scored in ``bins`` (default 50) bins of their waiting time
+    (``delayed-labelling-continuous-reevaluation.txt`` Alg. 1). ``detectors`` are
+    drift detector specs or objects (``"ph"``, ``"adwin"``, a
+    :class:`~streameval.pipeline.drift.page_hinkley.PrequentialPageHinkley`) on
+    every learner's loss; ``drift_reset`` restarts a learner (an untrained clone) on
+    each alarm. The prequential AUC needs the ``positive`` class of a binary stream
+    (a built-in dataset knows its own).
+
+    >>> from river import naive_bayes
+    >>> stream = [({"x": float(i % 2)}, "ab"[i % 2]) for i in range(100)]
+    >>> results = evaluate(stream, {"nb": naive_bayes.GaussianNB()})
+    >>> results.metric("accuracy")["nb"], results.metric("kappa_per")["nb"]
+    (0.99, 0.99)
+    """
+    models = _named(models)
+    dataset = stream if isinstance(stream, Dataset) else None
+    if isinstance(stream, str):
+        dataset = load(stream, data_dir=data_dir)
+    task = task or (dataset.task if dataset is not None else _task_of(models))
+    if reeval_k is None and bins:
+        raise ValueError("bins need reeval_k (the re-evaluation period)")
+    delay_model = _delay_model(delay, dataset)
+    name = stream_id or (dataset.spec if dataset is not None else "stream")
+    config = ExperimentConfig(
+        stream=name,
+        learners=list(models),
+        task=task,
+        window=window,
+        fading=fading,
+        reeval_k=reeval_k,
+        bins=(50 if bins is None else bins) if reeval_k is not None else 0,
+        weights=weights,
+        detectors=[_detector_spec(d) for d in detectors],
+        drift_reset=drift_reset,
+        positive=None if positive is None else str(positive),
+        auc_window=auc_window,
+        pending_cap=pending_cap,
+        snapshot_every=snapshot_every,
+        max_lag=max_lag,
+        seed=seed,
+        dataset=dataset.spec if dataset is not None else None,
+        delay=str(delay_model),
+        limit=limit,
+    )
+    if dataset is not None:
+        dataset, config = prepare(config, data_dir, dataset=dataset)
+        rows = dataset.iter_instances(limit)
+        total = expected_events(config, dataset)
+    else:
+        rows = instances(stream, limit)
+        total = _expected(stream, limit)
+    experiment = Experiment(config, learners=models, emit_predictions=on_output is not None)
+    events = replay_schedule(config.stream, rows, delay_model)
+    return Results(drive(experiment, events, total, progress, on_output))
+
+
+def _named(models: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """``{name: model}``; bare models are named by their class."""
+    if isinstance(models, Mapping):
+        named = dict(models)
+    else:
+        items = list(models) if isinstance(models, (list, tuple)) else [models]
+        named = {}
+        for model in items:
+            name = type(model).__name__
+            if name in named:
+                raise ValueError(f"two models named {name!r}: pass a dict of names to models")
+            named[name] = model
+    if not named:
+        raise ValueError("no model to evaluate")
+    for name, model in named.items():
+        if isinstance(model, str):
+            raise TypeError(
+                f"model {name!r} is the string {model!r}: pass a model object "
+                "(spec strings are for the command line)"
+            )
+    return named
+
+
+def _task_of(models: Mapping[str, Any]) -> Task:
+    """Classification when every model predicts probabilities, regression when none does."""
+    kinds = {name: _is_classifier(model) for name, model in models.items()}
+    if all(kinds.values()):
+        return "classification"
+    if not any(kinds.values()):
+        return "regression"
+    raise ValueError(f"mixed classifiers and regressors: {kinds}; evaluate them apart")
+
+
+def _is_classifier(model: Any) -> bool:
+    """River's own test (a pipeline answers for its last step), else the protocol."""
+    from river import base
+
+    if isinstance(model, base.Classifier):
+        return True
+    if isinstance(model, base.Regressor):
+        return False
+    return hasattr(model, "predict_proba_one")
+
+
+def _delay_model(delay: Delay, dataset: Dataset | None) -> DelayModel:
+    if callable(delay):
+        return CallableDelay(delay)
+    if isinstance(delay, bool) or not isinstance(delay, (int, str)):
+        raise TypeError(f"delay must be an int, a spec string or a function, got {delay!r}")
+    return parse_delay(delay, dataset)
+
+
+def _detector_spec(detector: Any) -> str:
+    """A detector's spec: the string itself, or the ``name`` of a streameval detector."""
+    if isinstance(detector, str):
+        return detector
+    name = getattr(detector, "name", None)
+    if isinstance(name, str):
+        return name
+    raise TypeError(
+        f"detector {detector!r} is not a spec string nor a streameval detector "
+        "(river's ADWIN and DDM are 'adwin[delta=...]' and 'ddm')"
+    )
+
+
+def _expected(stream: Any, limit: int | None) -> int | None:
+    """Events of the schedule (2 per instance + the end marker) when the length is known."""
+    try:
+        n = len(stream)
+    except TypeError:
+        return None if limit is None else 2 * limit + 1
+    return 2 * (n if limit is None else min(n, limit)) + 1

@@ -22,12 +22,13 @@ Labels of classification streams are strings (as in the CSV files and on the
 wire); regression targets are floats.
 
 Output events are what an :class:`~streameval.pipeline.experiment.Experiment` emits:
-:class:`PredictionEvent`, :class:`DriftEvent` and metric snapshots
-(:class:`streameval.pipeline.experiment.MetricSnapshot`).
+:class:`PredictionEvent`, :class:`DriftEvent` and :class:`MetricSnapshot`; :func:`clean`
+turns NaN and infinities into ``None`` (JSON ``null``) in every document it emits.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -177,3 +178,41 @@ def event_from_dict(d: dict[str, Any]) -> InputEvent:
     if "y" in d:
         return LabelEvent(d["stream"], str(d["id"]), float(d["ts"]), d["y"], int(d.get("seq", 0)))
     return EndOfStream(d["stream"], float(d["ts"]), int(d.get("seq", 0)), int(d.get("n_events", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSnapshot:
+    """Every metric of one learner after ``n_labelled`` labels (``kind`` periodic or final)."""
+
+    stream: str
+    learner: str
+    n_labelled: int
+    ts: float
+    kind: str
+    metrics: dict[str, float | None]
+    binned: dict[str, list[float | None]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "learner": self.learner,
+            "n_labelled": self.n_labelled,
+            "ts": self.ts,
+            "kind": self.kind,
+            "metrics": self.metrics,
+            "binned": self.binned,
+        }
+
+
+Output = PredictionEvent | DriftEvent | MetricSnapshot
+
+
+def clean(value: Any) -> Any:
+    """NaN and infinities become ``None`` (JSON ``null``), recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value

@@ -26,135 +26,124 @@ are exactly 0 under any label delay and in every bin.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.diagnostics.temporal import TemporalDependence
-from streameval.pipeline.drift.evaluation import score_detections
-from streameval.pipeline.drift.spec import build_detector
 from streameval.pipeline.events import (
     DriftEvent,
     EndOfStream,
     FeatureEvent,
     InputEvent,
     LabelEvent,
+    MetricSnapshot,
+    Output,
     PredictionEvent,
+    clean,
 )
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
-from streameval.pipeline.learners.spec import build_learner, learner_lags
-from streameval.pipeline.metrics.auc import PrequentialAUC
-from streameval.pipeline.metrics.binned import BinnedClassificationMetrics, BinnedRegressionMetrics
-from streameval.pipeline.metrics.classification import ClassificationMetrics
+from streameval.pipeline.learners.spec import build_learner
 from streameval.pipeline.metrics.comparison import QStatistic, SignedMcNemar
-from streameval.pipeline.metrics.regression import RegressionMetrics
 from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
-from streameval.pipeline.reeval.summary import weighted_summary, weights_preset
+from streameval.pipeline.reeval.summary import weights_preset
 from streameval.pipeline.report.curves import CurveRecorder
+from streameval.pipeline.scorecard import Scorecard
+
+# TEMPORARY (lead, integration in progress): until the learners land as_learner/bind_context
+try:
+    from streameval.pipeline.learners import as_learner, bind_context
+except ImportError:  # pragma: no cover
+    from streameval.pipeline.learners.river_adapter import as_classifier
+
+    def as_learner(model: Any, task: str = "classification") -> Any:
+        return as_classifier(model)
+
+    def bind_context(learner: Any, context: Any) -> None:
+        return None
 
 PER = "__per__"
 MAJ = "__maj__"
 
-SNAPSHOT_METRICS = ("accuracy", "kappa", "kappa_per", "kappa_m", "kappa_plus", "gmean")
-BINNED_METRICS = ("accuracy", "kappa", "kappa_per", "kappa_m", "kappa_plus")
-REGRESSION_METRICS = ("mae", "rmse")
-
-
-@dataclass(frozen=True, slots=True)
-class MetricSnapshot:
-    """Every metric of one learner after ``n_labelled`` labels (``kind`` periodic or final)."""
-
-    stream: str
-    learner: str
-    n_labelled: int
-    ts: float
-    kind: str
-    metrics: dict[str, float | None]
-    binned: dict[str, list[float | None]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stream": self.stream,
-            "learner": self.learner,
-            "n_labelled": self.n_labelled,
-            "ts": self.ts,
-            "kind": self.kind,
-            "metrics": self.metrics,
-            "binned": self.binned,
-        }
-
-
-Output = PredictionEvent | DriftEvent | MetricSnapshot
-
-
-def clean(value: Any) -> Any:
-    """NaN and infinities become ``None`` (JSON ``null``), recursively."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    return value
-
 
 @dataclass
 class _Slot:
-    """A learner with everything measured about it."""
+    """A learner, under its name, with everything measured about it."""
 
-    spec: str
+    name: str
     learner: Any
-    metrics: dict[str, Any]
-    auc: dict[str, PrequentialAUC]
-    binned: dict[str, Any]
-    detectors: list[tuple[str, Any]]
-    alarms: dict[str, list[int]] = field(default_factory=dict)
-    n_scored: int = 0
-    n_resets: int = 0
+    card: Scorecard
+
+
+@dataclass
+class _References:
+    """What No-Change and Majority predicted for the instance being labelled."""
+
+    per_first: Any = None
+    maj_first: Any = None
+    per_bins: list[Any] = field(default_factory=list)
+    maj_bins: list[Any] = field(default_factory=list)
 
 
 class Experiment:
-    """Evaluate ``config.learners`` on one stream of input events.
+    """Evaluate several learners on one stream of input events.
 
     Call :meth:`process` with each event in schedule order; it returns the
     output events (predictions when ``emit_predictions``, drift alarms, metric
     snapshots). :meth:`results` gives the results document of ``DESIGN.md``.
     The object is picklable: a pickle is a complete checkpoint.
 
-    ``allow_import`` lets learner specs import any class (``import[path=m.C]``);
-    it is a local decision of the process that builds the experiment, never
-    part of the config, so an experiment arriving from Kafka cannot import code.
+    ``learners`` maps each name of ``config.learners`` to a learner object: any
+    River classifier or regressor, or a streameval learner
+    (:func:`~streameval.pipeline.learners.as_learner`). Without it, each name is a
+    learner spec and is built by :func:`~streameval.pipeline.learners.spec.build_learner`
+    (the command line and the Kafka worker); ``allow_import`` lets those specs import
+    any class (``import[path=m.C]``), a local decision of the process that builds the
+    experiment, never part of the config, so an experiment arriving from Kafka cannot
+    import code.
+
+    >>> from streameval.pipeline.events import FeatureEvent, LabelEvent, EndOfStream
+    >>> from streameval.pipeline.learners.baselines import Majority
+    >>> exp = Experiment(ExperimentConfig("s", ["maj"]), learners={"maj": Majority()})
+    >>> for i, y in enumerate("aab"):
+    ...     _ = exp.process(FeatureEvent("s", str(i), float(i), {}, i))
+    ...     _ = exp.process(LabelEvent("s", str(i), float(i), y, i))
+    >>> _ = exp.process(EndOfStream("s", 3.0))
+    >>> exp.results()["learners"]["maj"]["accuracy"]  # None, then 'a' twice: right once
+    0.3333333333333333
     """
 
     def __init__(
         self,
         config: ExperimentConfig,
         *,
+        learners: Mapping[str, Any] | None = None,
         emit_predictions: bool = False,
         allow_import: bool = False,
     ) -> None:
         self.config = config
-        self.allow_import = allow_import
         self.emit_predictions = emit_predictions
         self.classification = config.task == "classification"
         self.n_bins = config.bins
-        lags = max((learner_lags(s) for s in config.learners), default=1)
-        self._lags = max(1, lags)
-        self.context = StreamContext(max_recent=self._lags)
+        self.context = StreamContext()
+        self.slots = [
+            _Slot(name, learner, self._scorecard())
+            for name, learner in self._learners(learners, allow_import).items()
+        ]
+        self._lags = getattr(self.context, 'capacity', None) or self.context._recent.maxlen  # TEMPORARY
         self._updated: set[str] = set()
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
-        self.estimators = config.estimators()
-        self.slots = [self._make_slot(spec) for spec in config.learners]
         self._per = NoChange()
         self._maj = Majority()
+        estimators = config.estimators()
         self._pairs = list(combinations(range(len(self.slots)), 2))
-        self._q = {p: {n: QStatistic(f) for n, f in self.estimators.items()} for p in self._pairs}
+        self._q = {p: {n: QStatistic(f) for n, f in estimators.items()} for p in self._pairs}
         self._mcnemar = {
-            p: {n: SignedMcNemar(f) for n, f in self.estimators.items()} for p in self._pairs
+            p: {n: SignedMcNemar(f) for n, f in estimators.items()} for p in self._pairs
         }
         self._first_scores: dict[str, list[float]] = {}
         self.diagnostics = (
@@ -169,7 +158,7 @@ class Experiment:
         self.max_pending = 0
         self.max_held = 0
         self.classes: list[str] = []
-        self._class_set: set[str] = set()
+        self._class_set: set[Hashable] = set()
         self.counters = {
             "unknown_labels": 0,
             "feature_updates": 0,
@@ -185,46 +174,41 @@ class Experiment:
 
     # -- construction -----------------------------------------------------------------------
 
-    def _build_learner(self, spec: str) -> Any:
-        return build_learner(
-            spec,
-            context=self.context,
-            task=self.config.task,
-            seed=self.config.seed,
-            allow_import=self.allow_import,
-        )
+    def _learners(self, given: Mapping[str, Any] | None, allow_import: bool) -> dict[str, Any]:
+        """The learners by name, bound to this stream's label context."""
+        config = self.config
+        if given is None:
+            return {
+                spec: build_learner(
+                    spec,
+                    context=self.context,
+                    task=config.task,
+                    seed=config.seed,
+                    allow_import=allow_import,
+                )
+                for spec in config.learners
+            }
+        if list(given) != list(config.learners):
+            raise ValueError(
+                f"learner names {list(given)} differ from the config's {config.learners}"
+            )
+        out = {}
+        for name, model in given.items():
+            learner = as_learner(model, config.task)
+            bind_context(learner, self.context)
+            out[name] = learner
+        return out
 
-    def _make_slot(self, spec: str) -> _Slot:
-        if self.classification:
-            metrics = {n: ClassificationMetrics(f) for n, f in self.estimators.items()}
-            binned = (
-                {
-                    n: BinnedClassificationMetrics(self.n_bins + 2, f)
-                    for n, f in self.estimators.items()
-                }
-                if self.config.reeval
-                else {}
-            )
-        else:
-            metrics = {n: RegressionMetrics(f) for n, f in self.estimators.items()}
-            binned = (
-                {n: BinnedRegressionMetrics(self.n_bins + 2, f) for n, f in self.estimators.items()}
-                if self.config.reeval
-                else {}
-            )
-        auc: dict[str, PrequentialAUC] = {}
-        if self.classification and self.config.positive is not None:
-            auc["whole"] = PrequentialAUC(window=None)
-            auc["window"] = PrequentialAUC(window=self.config.window or self.config.auc_window)
-        detectors = [(d, build_detector(d, seed=self.config.seed)) for d in self.config.detectors]
-        return _Slot(
-            spec=spec,
-            learner=self._build_learner(spec),
-            metrics=metrics,
-            auc=auc,
-            binned=binned,
-            detectors=detectors,
-            alarms={d: [] for d in self.config.detectors},
+    def _scorecard(self) -> Scorecard:
+        config = self.config
+        with_auc = self.classification and config.positive is not None
+        return Scorecard.build(
+            config.task,
+            config.estimators(),
+            n_bins=self.n_bins + 2 if config.reeval else None,
+            auc_window=(config.window or config.auc_window) if with_auc else None,
+            detectors=config.detectors,
+            seed=config.seed,
         )
 
     # -- the protocol -----------------------------------------------------------------------
@@ -306,69 +290,106 @@ class Experiment:
         scores: list[float] = []
         for slot in self.slots:
             y_pred, proba = self._predict(slot.learner, ev.x, at)
-            self.buffer.record(ev.id, slot.spec, ev.ts, y_pred)
-            if slot.auc:
+            self.buffer.record(ev.id, slot.name, ev.ts, y_pred)
+            if slot.card.auc:
                 scores.append(_score(proba, positive))
             if self.emit_predictions:
                 out.append(
-                    PredictionEvent(self.config.stream, slot.spec, ev.id, ev.ts, "first", y_pred, 0)
+                    PredictionEvent(self.config.stream, slot.name, ev.id, ev.ts, "first", y_pred, 0)
                 )
         if scores:
             self._first_scores[ev.id] = scores
         return out
 
     def _on_label(self, ev: LabelEvent) -> list[Output]:
+        """Algorithm 1 at a label: score, re-evaluate the pending instances, then learn."""
         self.last_ts = max(self.last_ts, ev.ts)
-        inst = self.buffer.pop(ev.id)
-        scores = self._first_scores.pop(ev.id, None)
         updated = ev.id in self._updated
         self._updated.discard(ev.id)
+        scores = self._first_scores.pop(ev.id, None)
+        inst = self.buffer.pop(ev.id)
         if inst is None:
             self.counters["unknown_labels"] += 1
             return []
-        self.n_labelled += 1
-        y: Any = str(ev.y) if self.classification else float(ev.y)
-        if self.classification and y not in self._class_set:
-            self._class_set.add(y)
-            self.classes.append(y)
-        out: list[Output] = []
-        stream = self.config.stream
-        reeval = self.config.reeval
-        B = self.n_bins
+        y = self._accept_label(ev.y)
         # No label was learned and the features did not change since the first
         # prediction: every learner would predict the same again (immediate labels).
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
-
-        self.__dict__.setdefault("_seen_bins", []).clear()
-        per_bins: list[Any] = []
-        maj_bins: list[Any] = []
-        if self.classification:
-            per_first = inst.history[PER][0][1]
-            maj_first = inst.history[MAJ][0][1]
-            if unchanged:
-                per_final, maj_final = per_first, maj_first
-            else:
-                per_final = argmax(self._per.predict_proba_one(inst.x))
-                maj_final = argmax(self._maj.predict_proba_one(inst.x))
-            if reeval:
-                per_bins = [
-                    per_first,
-                    *self._dominant(inst.history[PER], inst.ts, ev.ts, B),
-                    per_final,
-                ]
-                maj_bins = [
-                    maj_first,
-                    *self._dominant(inst.history[MAJ], inst.ts, ev.ts, B),
-                    maj_final,
-                ]
-
+        self._seen_bins.clear()
+        refs = self._references(inst, ev.ts, unchanged)
         due: list[Any] = []
         batched: list[list[Any]] = []
-        if reeval:
+        if self.config.reeval:
             due, batched = self._round(None if unchanged else inst)
+        out = self._score(inst, y, ev, refs, scores, unchanged, batched)
+        if self.config.reeval:
+            out.extend(self._repredict(ev.ts, due, batched))
+        self._learn(inst, y)
+        if self.config.drift_reset:
+            self._reset_alarmed()
+        every = self.config.snapshot_every
+        if every and self.n_labelled % every == 0:
+            snapshots = self.snapshots("periodic")
+            self.curves.extend(snapshots)
+            out.extend(snapshots)
+        return out
+
+    def _accept_label(self, y: Any) -> Any:
+        """Count the label and return it as the learners get it: a class label as the
+        stream gives it (``str`` in datasets and on the wire, any hashable from the
+        library), a regression target as ``float``."""
+        self.n_labelled += 1
+        if not self.classification:
+            return float(y)
+        if y not in self._class_set:
+            self._class_set.add(y)
+            self.classes.append(str(y))
+        return y
+
+    def _references(self, inst: Any, ts: float, unchanged: bool) -> _References:
+        """No-Change's and Majority's first prediction, and their bins when re-evaluating."""
+        refs = _References()
+        if not self.classification:
+            return refs
+        refs.per_first = inst.history[PER][0][1]
+        refs.maj_first = inst.history[MAJ][0][1]
+        if not self.config.reeval:
+            return refs
+        if unchanged:
+            per_final, maj_final = refs.per_first, refs.maj_first
+        else:
+            per_final = argmax(self._per.predict_proba_one(inst.x))
+            maj_final = argmax(self._maj.predict_proba_one(inst.x))
+        B = self.n_bins
+        refs.per_bins = [
+            refs.per_first,
+            *self._dominant(inst.history[PER], inst.ts, ts, B),
+            per_final,
+        ]
+        refs.maj_bins = [
+            refs.maj_first,
+            *self._dominant(inst.history[MAJ], inst.ts, ts, B),
+            maj_final,
+        ]
+        return refs
+
+    def _score(
+        self,
+        inst: Any,
+        y: Any,
+        ev: LabelEvent,
+        refs: _References,
+        scores: list[float] | None,
+        unchanged: bool,
+        batched: list[list[Any]],
+    ) -> list[Output]:
+        """Score every learner on this label; feed its loss to its detectors and compare."""
+        out: list[Output] = []
+        reeval = self.config.reeval
+        B = self.n_bins
         errors: list[float] = []
         for i, slot in enumerate(self.slots):
-            history = inst.history[slot.spec]
+            history = inst.history[slot.name]
             first = history[0][1]
             if unchanged:
                 final = first
@@ -378,42 +399,48 @@ class Experiment:
                 final, _ = self._predict(slot.learner, inst.x, inst.at)
             else:
                 final = None  # the test-then-train prediction is only reported with bins
-            if self.classification:
-                for m in slot.metrics.values():
-                    m.update(y, first, per_first, maj_first)
-                if scores is not None and slot.auc:
-                    for a in slot.auc.values():
-                        a.update(scores[i], y == self.config.positive)
-                if reeval:
-                    preds = [first, *self._dominant(history, inst.ts, ev.ts, B), final]
-                    for b in slot.binned.values():
-                        b.update(y, preds, per_bins, maj_bins)
-                error = 0.0 if first == y else 1.0
-            else:
-                for m in slot.metrics.values():
-                    m.update(y, first)
-                if reeval:
-                    preds = [first, *average_per_bin(history, inst.ts, ev.ts, B), final]
-                    for b in slot.binned.values():
-                        b.update(y, preds)
-                error = abs(y - first) if first is not None else math.nan
+            bins = None
+            if reeval:
+                middle = (
+                    self._dominant(history, inst.ts, ev.ts, B)
+                    if self.classification
+                    else average_per_bin(history, inst.ts, ev.ts, B)
+                )
+                bins = [first, *middle, final]
+            error = slot.card.score(
+                y,
+                first,
+                per=refs.per_first,
+                maj=refs.maj_first,
+                score=scores[i] if scores is not None else None,
+                is_positive=str(y) == self.config.positive,
+                bins=bins,
+                per_bins=refs.per_bins,
+                maj_bins=refs.maj_bins,
+            )
             errors.append(error)
-            slot.n_scored += 1
             if self.emit_predictions:
-                out.append(PredictionEvent(stream, slot.spec, ev.id, ev.ts, "final", final, B + 1))
-            for name, detector in slot.detectors:
-                if not math.isnan(error) and detector.update(error):
-                    slot.alarms[name].append(slot.n_scored)
-                    out.append(
-                        DriftEvent(
-                            stream, slot.spec, name, slot.n_scored, ev.ts, float(detector.statistic)
-                        )
+                out.append(
+                    PredictionEvent(
+                        self.config.stream, slot.name, ev.id, ev.ts, "final", final, B + 1
                     )
+                )
+            for alarm in slot.card.detect(error):
+                out.append(
+                    DriftEvent(
+                        self.config.stream,
+                        slot.name,
+                        alarm.detector,
+                        alarm.n_scored,
+                        ev.ts,
+                        alarm.statistic,
+                    )
+                )
         self._compare(errors)
+        return out
 
-        if reeval:
-            out.extend(self._repredict(ev.ts, due, batched))
-
+    def _learn(self, inst: Any, y: Any) -> None:
+        """Every learner and reference learns the label; the context releases it."""
         for slot in self.slots:
             slot.learner.learn_one(inst.x, y, at=inst.at)
         if self.classification:
@@ -423,20 +450,21 @@ class Experiment:
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
             self.context.forget_before((oldest.at if oldest else inst.at) - self._lags)
-        self._diagnose(inst.at, y)
+        self._diagnose(inst.at, str(y) if self.classification else y)
 
-        if self.config.drift_reset:
-            for slot in self.slots:
-                if any(a and a[-1] == slot.n_scored for a in slot.alarms.values()):
-                    slot.learner = self._build_learner(slot.spec)
-                    slot.n_resets += 1
-
-        every = self.config.snapshot_every
-        if every and self.n_labelled % every == 0:
-            snapshots = self.snapshots("periodic")
-            self._curves().extend(snapshots)
-            out.extend(snapshots)
-        return out
+    def _reset_alarmed(self) -> None:
+        """A learner whose detector alarmed on this label starts afresh: an untrained clone."""
+        for slot in self.slots:
+            if any(a and a[-1] == slot.card.n_scored for a in slot.card.alarms.values()):
+                fresh = (  # TEMPORARY fallback until every learner has clone()
+                    slot.learner.clone()
+                    if hasattr(slot.learner, "clone")
+                    else build_learner(slot.name, context=self.context, task=self.config.task,
+                                       seed=self.config.seed)
+                )
+                bind_context(fresh, self.context)
+                slot.learner = fresh
+                slot.card.n_resets += 1
 
     def _repredict(self, ts: float, due: list[Any], batched: list[list[Any]]) -> list[Output]:
         """Record the round's predictions (made by :meth:`_round`) for the instances due."""
@@ -458,10 +486,10 @@ class Experiment:
         out: list[Output] = []
         for slot, preds in zip(self.slots, batched, strict=True):
             preds = preds[:n]
-            record(due, slot.spec, ts, preds)
+            record(due, slot.name, ts, preds)
             if self.emit_predictions:
                 out.extend(
-                    PredictionEvent(self.config.stream, slot.spec, d.uid, ts, "repredict", y_pred)
+                    PredictionEvent(self.config.stream, slot.name, d.uid, ts, "repredict", y_pred)
                     for d, y_pred in zip(due, preds, strict=True)
                 )
         self.n_repredictions += n * len(self.slots)
@@ -475,7 +503,7 @@ class Experiment:
     def _dominant(self, history: list, t_start: float, t_end: float, n_bins: int) -> list[Any]:
         """``dominant_per_bin`` of ``history``, reused for an equal history of the same
         instance (the callers all pass this label's waiting period)."""
-        seen = self.__dict__.setdefault("_seen_bins", [])
+        seen = self._seen_bins
         for other, bins in seen:
             if other == history:
                 return bins
@@ -515,7 +543,7 @@ class Experiment:
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:
-            self._curves().extend(snapshots)
+            self.curves.extend(snapshots)
         return list(snapshots)
 
     # -- reporting --------------------------------------------------------------------------
@@ -524,21 +552,14 @@ class Experiment:
         """A compact snapshot of every learner (what the ``metrics`` topic carries)."""
         out = []
         for slot in self.slots:
-            summary = self._learner_summary(slot)
-            flat: dict[str, float | None] = {}
-            for name, values in summary["estimators"].items():
-                for metric, value in values.items():
-                    if isinstance(value, (int, float)) and not isinstance(value, bool):
-                        flat[metric if name == "whole" else f"{name}.{metric}"] = value
-            for name, value in summary.get("auc", {}).items():
-                flat["auc" if name == "whole" else f"{name}.auc"] = value
+            flat = slot.card.flat()
             flat["pending"] = len(self.buffer)
             flat["n_repredictions"] = self.n_repredictions
-            binned = summary.get("binned", {}).get("whole")
+            binned = slot.card.summary().get("binned", {}).get("whole")
             out.append(
                 MetricSnapshot(
                     self.config.stream,
-                    slot.spec,
+                    slot.name,
                     self.n_labelled,
                     self.last_ts,
                     kind,
@@ -548,106 +569,64 @@ class Experiment:
             )
         return out
 
-    def _learner_summary(self, slot: _Slot) -> dict[str, Any]:
-        estimators = {name: m.get() for name, m in slot.metrics.items()}
-        summary: dict[str, Any] = {"estimators": estimators}
-        if slot.auc:
-            summary["auc"] = {name: a.get() for name, a in slot.auc.items()}
-        if slot.binned:
-            summary["binned"] = {name: b.get() for name, b in slot.binned.items()}
-        return summary
-
     def results(self) -> dict[str, Any]:
         """The results document (``DESIGN.md``, *Results JSON*), NaN as ``null``."""
-        learners: dict[str, Any] = {}
-        for slot in self.slots:
-            summary = self._learner_summary(slot)
-            entry: dict[str, Any] = dict(summary["estimators"]["whole"])
-            for name, values in summary["estimators"].items():
-                if name != "whole":
-                    entry[name] = dict(values)
-            for name, value in summary.get("auc", {}).items():
-                if name == "whole":
-                    entry["auc"] = value
-                else:
-                    entry.setdefault("window", {})["auc"] = value
-            if slot.binned:
-                binned = summary["binned"]
-                block: dict[str, Any] = {
-                    k: v for k, v in binned["whole"].items() if isinstance(v, list)
-                }
-                for name, values in binned.items():
-                    if name != "whole":
-                        block[name] = {k: v for k, v in values.items() if isinstance(v, list)}
-                entry["binned"] = block
-                assert self._weights is not None
-                entry["psi_w"] = {
-                    k: weighted_summary(v, self._weights)
-                    for k, v in block.items()
-                    if isinstance(v, list) and k != "n"
-                }
-            if slot.detectors:
-                entry["drift"] = {
-                    name: self._drift_block(alarms) for name, alarms in slot.alarms.items()
-                }
-                entry["drift_resets"] = slot.n_resets
-            entry["n_scored"] = slot.n_scored
-            learners[slot.spec] = entry
-        comparisons = {}
-        for i, j in self._pairs:
-            key = f"{self.slots[i].spec} vs {self.slots[j].spec}"
-            comparisons[key] = {"q": {n: q.get() for n, q in self._q[(i, j)].items()}}
-            if self.classification:
-                comparisons[key]["mcnemar"] = {n: m.get() for n, m in self._mcnemar[(i, j)].items()}
+        config = self.config
+        learners = {
+            slot.name: slot.card.entry(self._weights, config.drift_points, self.n_labelled)
+            for slot in self.slots
+        }
         doc = {
-            "stream": self.config.stream,
-            "task": self.config.task,
+            "stream": config.stream,
+            "task": config.task,
             "n_instances": self.n_instances,
             "n_labelled": self.n_labelled,
             "classes": list(self.classes),
-            "config": self.config.to_dict(),
+            "config": config.to_dict(),
             "learners": learners,
-            "comparisons": comparisons,
-            "overhead": {
-                "n_repredictions": self.buffer.n_repredictions_total,
-                "n_predictions_made": self.n_repredictions,
-                "N_R": (
-                    self.buffer.n_repredictions_total / self.n_labelled if self.n_labelled else 0.0
-                ),
-                "pending": len(self.buffer),
-                "max_pending": self.max_pending,
-                "predictions_held": self.buffer.n_predictions_held,
-                "max_predictions_held": self.max_held,
-                "evicted": self.buffer.n_evicted,
-                "labels_of_evicted": self.buffer.n_evicted_labels,
-            },
+            "comparisons": self._comparisons(),
+            "overhead": self._overhead(),
             "counters": dict(self.counters),
         }
         if self.diagnostics is not None:
             doc["diagnostics"] = self.diagnostics.get()
-        curves = self._curves().block() if self.config.snapshot_every else None
-        if curves is not None:
-            doc["curves"] = curves
+        if config.snapshot_every:
+            doc["curves"] = self.curves.block()
         return clean(doc)
 
-    def _curves(self) -> CurveRecorder:
-        """The curve recorder (created here for experiments pickled before it existed)."""
-        recorder = self.__dict__.get("curves")
-        if recorder is None:
-            recorder = self.curves = CurveRecorder()
-        return recorder
+    def _comparisons(self) -> dict[str, Any]:
+        out = {}
+        for i, j in self._pairs:
+            key = f"{self.slots[i].name} vs {self.slots[j].name}"
+            out[key] = {"q": {n: q.get() for n, q in self._q[(i, j)].items()}}
+            if self.classification:
+                out[key]["mcnemar"] = {n: m.get() for n, m in self._mcnemar[(i, j)].items()}
+        return out
 
-    def _drift_block(self, alarms: list[int]) -> dict[str, Any]:
-        block: dict[str, Any] = {"alarms": list(alarms), "n_alarms": len(alarms)}
-        if self.config.drift_points:
-            report = score_detections(alarms, self.config.drift_points, self.n_labelled)
-            block["detection"] = asdict(report)
-        return block
+    def _overhead(self) -> dict[str, Any]:
+        """The cost of continuous re-evaluation and the pending buffer's high-water marks."""
+        buffer = self.buffer
+        return {
+            "n_repredictions": buffer.n_repredictions_total,
+            "n_predictions_made": self.n_repredictions,
+            "N_R": buffer.n_repredictions_total / self.n_labelled if self.n_labelled else 0.0,
+            "pending": len(buffer),
+            "max_pending": self.max_pending,
+            "predictions_held": buffer.n_predictions_held,
+            "max_predictions_held": self.max_held,
+            "evicted": buffer.n_evicted,
+            "labels_of_evicted": buffer.n_evicted_labels,
+        }
 
 
 def _score(proba: dict | None, positive: str | None) -> float:
-    """The score of the positive class, for the prequential AUC."""
+    """The score of the positive class (named by its ``str``), for the prequential AUC."""
     if not proba or positive is None:
         return 0.0
     total = sum(proba.values())
-    return proba.get(positive, 0.0) / total if total > 0 else 0.0
+    if total <= 0:
+        return 0.0
+    p = proba.get(positive)
+    if p is None:  # labels that are not strings (the library's streams): match by str
+        p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
+    return p / total

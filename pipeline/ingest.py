@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 from streameval.pipeline.merge import Source
@@ -195,6 +195,8 @@ class IngestGuard:
                 self._remember(event.id)
             return admitted, rejected
         assert isinstance(event, LabelEvent)
+        if not self.numeric_target and not isinstance(event.y, str):
+            event = replace(event, y=str(event.y))  # a class label travels as a string
         if self.numeric_target and not _is_number(event.y):
             rejected.append(
                 self._reject(

@@ -33,8 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import EndOfStream, InputEvent
-from streameval.pipeline.experiment import Experiment, Output
+from streameval.pipeline.events import EndOfStream, InputEvent, Output
+from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.ingest import IngestGuard, Rejection
 from streameval.pipeline.merge import EventMerger, Source
 

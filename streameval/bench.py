@@ -262,10 +262,10 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
     config = ExperimentConfig.from_dict(job["config"])
     if job.get("sample_buffer"):
         return _evaluate_sampled(config, job)
-    from streameval.pipeline.evaluate import evaluate
+    from streameval.pipeline.evaluate import evaluate_config
 
     start, cpu = time.perf_counter(), time.process_time()
-    results = _profiled(job, lambda: evaluate(config, data_dir=job.get("data_dir")))
+    results = _profiled(job, lambda: evaluate_config(config, data_dir=job.get("data_dir")))
     seconds = time.perf_counter() - start
     return {
         "seconds": seconds,

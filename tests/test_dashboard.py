@@ -33,8 +33,7 @@ from streameval.agents.dashboard import (
     metrics_payload,
     throughput,
 )
-from streameval.pipeline.events import DriftEvent
-from streameval.pipeline.experiment import MetricSnapshot
+from streameval.pipeline.events import DriftEvent, MetricSnapshot
 
 LEARNERS = ["nochange", "nb", "ta:ht"]
 

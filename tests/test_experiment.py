@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate
+from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, PredictionEvent
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.reeval.bins import bin_of
@@ -181,7 +181,7 @@ def test_drift_events_and_reset_on_a_known_drift(data_dir) -> None:
         drift_reset=True,
         dataset="sea_drift[n=8000,drift_at=4000,seed=3]",
     )
-    res = evaluate(config)
+    res = evaluate_config(config)
     drift = res["learners"]["nb"]["drift"]
     assert res["config"]["drift_points"] == [4000]
     det = drift["ratio_fading"]["detection"]
@@ -202,7 +202,7 @@ def test_regression_stream_with_delayed_targets_is_binned() -> None:
         dataset="friedman[n=800,seed=2]",
         delay="50",
     )
-    res = evaluate(config)
+    res = evaluate_config(config)
     assert res["task"] == "regression"
     assert res["overhead"]["N_R"] == pytest.approx(5.0, abs=0.5)  # ~50 labels waited / K
     for spec, entry in res["learners"].items():

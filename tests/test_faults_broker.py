@@ -52,7 +52,7 @@ from streameval.agents.health import EXIT_BROKER_LOST, PROBE_TIMEOUT
 from streameval.agents.replay import PackedMessages, replay
 from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate, prepare, schedule
+from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
 from streameval.pipeline.merge import topic_of
 from streameval.pipeline.runner import StreamRunner
 from test_kafka_pipeline import read_topic
@@ -182,7 +182,7 @@ def test_a_replay_run_twice_before_the_end_counts_once(settings, data_dir, tmp_p
     assert rejected["duplicate_label"] == n  # every second label
     assert rejected["already_labelled"] + twin.experiment.counters["feature_updates"] == n
 
-    reference = evaluate(config, data_dir=data_dir)
+    reference = evaluate_config(config, data_dir=data_dir)
     assert without(results, "counters") == without(reference, "counters")
     assert results["n_labelled"] == n and results["n_instances"] == n
     assert results["counters"] == twin.results()["counters"]
@@ -274,7 +274,7 @@ class LostBrokerRun:
         pytest.fail(f"the worker did not reach {n} labels (rc {worker.poll()})")
 
     def reference(self) -> dict[str, Any]:
-        return without(evaluate(self.config, data_dir=self.data_dir))
+        return without(evaluate_config(self.config, data_dir=self.data_dir))
 
     def close(self) -> None:
         for worker in self.workers:

@@ -31,9 +31,8 @@ from streameval.agents.replay import PackedMessages
 from streameval.agents.topics import TopicNames
 from streameval.agents.worker import StreamWorker
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate, prepare, schedule
-from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
-from streameval.pipeline.experiment import clean
+from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, clean
 from streameval.pipeline.runner import StreamRunner
 from streameval.schemas import decode, decode_events, encode
 
@@ -757,7 +756,8 @@ def electricity(data_dir: Any) -> Electricity:
         messages = [m for event in schedule(config, dataset) for m in fmt.add(event)]
         messages += fmt.flush()
         assert [m.kind for m in messages[-2:]] == ["features", "labels"]
-        _ELECTRICITY["e"] = Electricity(config, messages, evaluate(config, data_dir=data_dir))
+        reference = evaluate_config(config, data_dir=data_dir)
+        _ELECTRICITY["e"] = Electricity(config, messages, reference)
     return _ELECTRICITY["e"]
 
 

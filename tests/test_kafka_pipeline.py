@@ -22,9 +22,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from streameval.agents.replay import PackedMessages, replay
 from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate, prepare, schedule
-from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent
-from streameval.pipeline.experiment import clean
+from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
+from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent, clean
 from streameval.pipeline.merge import FEATURES, LABELS, topic_of
 from streameval.pipeline.report.curves import curves_from_snapshots
 from streameval.pipeline.runner import StreamRunner
@@ -81,7 +80,7 @@ def settings(kafka_settings, kafka_prefix):
 
 @pytest.fixture(scope="module")
 def reference(data_dir):
-    return evaluate(electricity("reference"), data_dir=data_dir)
+    return evaluate_config(electricity("reference"), data_dir=data_dir)
 
 
 def read_topic(settings, topic: str, idle: float = 1.5) -> list[tuple[bytes, bytes]]:
@@ -489,4 +488,4 @@ def test_two_streams_share_one_worker_without_mixing_state(settings, data_dir, t
     finally:
         stop_worker(worker)
     for c, got in zip(configs, results, strict=True):
-        assert comparable(got) == comparable(evaluate(c, data_dir=data_dir))
+        assert comparable(got) == comparable(evaluate_config(c, data_dir=data_dir))

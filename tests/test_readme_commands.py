@@ -368,3 +368,40 @@ def test_make_kafka_targets_compose_file_is_valid() -> None:
     assert done.returncode == 0, done.stderr
     for service in ("kafka", "worker", "replay"):
         assert re.search(rf"^  {service}:", done.stdout, re.M), service
+
+
+def readme_python_examples(text: str | None = None) -> list[tuple[str, str | None]]:
+    """Every ```python block of ``text`` (the README) with the ``` output block after it."""
+    source = README.read_text() if text is None else text
+    block = re.compile(r"```python\n(?P<code>.*?)```\s*(?:```\n(?P<out>.*?)```)?", re.S)
+    return [
+        (m["code"], m["out"].strip() if m["out"] is not None else None)
+        for m in block.finditer(source)
+    ]
+
+
+def test_python_example_extraction() -> None:
+    text = "x\n```python\nprint(1)\n```\n\n```\n1\n```\n```python\npass\n```\n"
+    assert readme_python_examples(text) == [("print(1)\n", "1"), ("pass\n", None)]
+
+
+#: The README's Python examples that show their output; the other block, the metrics
+#: consumer, loops forever on a broker's topic.
+EXAMPLES = [(code, out) for code, out in readme_python_examples() if out is not None]
+
+
+@pytest.mark.parametrize("code, output", EXAMPLES)
+def test_readme_python_example(code: str, output: str, tmp_path: Path) -> None:
+    """The README's Python runs as written, with the installed package only (from a
+    directory that is not the checkout), and prints what the README shows."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == output

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate
+from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.streams.datasets import load
 
 pytestmark = pytest.mark.slow
@@ -17,7 +17,7 @@ def electricity(data_dir):
     config = ExperimentConfig(
         "electricity", ["nochange", "majority", "ht", "ta:ht"], dataset="electricity", window=1000
     )
-    return evaluate(config, data_dir=data_dir)
+    return evaluate_config(config, data_dir=data_dir)
 
 
 def test_electricity_nochange_accuracy_is_the_share_of_repeated_labels(electricity, data_dir):
@@ -61,7 +61,7 @@ def test_airlines_natural_delay_with_reevaluation(data_dir):
         reeval_k=10,
         bins=50,
     )
-    res = evaluate(config, data_dir=data_dir)
+    res = evaluate_config(config, data_dir=data_dir)
     assert res["n_labelled"] == 3000
     assert res["config"]["positive"] == "1"
     for spec, entry in res["learners"].items():
@@ -86,7 +86,7 @@ def test_covtype_limit_runs_and_binned_accuracy_rises(data_dir):
         reeval_k=10,
         bins=50,
     )
-    res = evaluate(config, data_dir=data_dir)
+    res = evaluate_config(config, data_dir=data_dir)
     assert res["classes"]  # multi-class: no AUC
     for spec, entry in res["learners"].items():
         acc = entry["binned"]["accuracy"]

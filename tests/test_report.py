@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import prepare, schedule
-from streameval.pipeline.experiment import Experiment, MetricSnapshot
+from streameval.pipeline.events import MetricSnapshot
+from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.report.curves import CurveRecorder, curves_from_snapshots
 from streameval.pipeline.report.html import (
     REPORT_NAME,

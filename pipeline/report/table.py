@@ -150,3 +150,42 @@ def overhead_line(results: dict[str, Any]) -> str:
         f"max predictions held {o.get('max_predictions_held', 0):,}, "
         f"evicted {o.get('evicted', 0):,}, unknown labels {c.get('unknown_labels', 0):,}"
     )
+
+
+def results_text(results: dict[str, Any]) -> str:
+    """Everything ``streameval evaluate`` prints about a results document: the header line,
+    the metrics table, the binned table and overhead (with re-evaluation), drift alarms,
+    the stream's temporal dependence and the run time."""
+    cfg = results["config"]
+    lines = [
+        f"\n{results['stream']}: {results['n_instances']:,} instances, "
+        f"{results['n_labelled']:,} labelled, delay {cfg.get('delay')}, estimators whole"
+        + (f", window({cfg['window']})" if cfg.get("window") else "")
+        + (f", fading({cfg['fading']})" if cfg.get("fading") else ""),
+        metrics_table(results),
+    ]
+    if cfg.get("reeval_k"):
+        metric = "accuracy" if results.get("task", "classification") == "classification" else "mae"
+        lines += ["\n" + binned_table(results, metric), overhead_line(results)]
+    drift = {s: e["drift"] for s, e in results["learners"].items() if "drift" in e}
+    if drift:
+        lines.append("\ndrift alarms:")
+        for spec, block in drift.items():
+            for det, d in block.items():
+                line = f"  {spec} / {det}: {d['n_alarms']} alarms"
+                if "detection" in d:
+                    r = d["detection"]
+                    line += (
+                        f"; detected {r.get('detected')}, misses {r.get('misses')}, "
+                        f"false alarms {r.get('false_alarms')}, mean delay {r.get('mean_delay')}"
+                    )
+                lines.append(line)
+    if "diagnostics" in results:
+        lines += ["\ntemporal dependence of the stream:", diagnostics_table(results["diagnostics"])]
+    runtime = results.get("runtime")
+    if runtime:
+        lines.append(
+            f"\n{runtime.get('events', 0):,} events in {runtime.get('seconds')} s "
+            f"({runtime.get('events_per_s')} events/s, driver {runtime.get('driver')})"
+        )
+    return "\n".join(lines)

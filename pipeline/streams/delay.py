@@ -52,10 +52,12 @@ streameval.pipeline.spec.SpecError: bad delay 'soon': allowed forms are 0, N ...
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streameval.pipeline.spec import SpecError
 
@@ -169,3 +171,48 @@ def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:
             raise SpecError(f"bad delay {text!r}: S in time:S must be a number of seconds >= 0")
         return TimeDelay(seconds)
     raise SpecError(f"bad delay {text!r}: allowed forms are {ALLOWED_FORMS}")
+
+
+@dataclass(frozen=True)
+class CallableDelay(EventTimeDelay):
+    """The label at ``ts + delay(x, y, ts)``, ``delay`` any function of the instance.
+
+    The delay is in the stream's own time unit: seconds of event time for a stream
+    of ``(x, y, ts)``, instances for a stream of ``(x, y)`` (whose event time is the
+    position), where a constant ``N`` then delivers the labels in the order of
+    ``InstanceDelay(N)`` (the last ``N`` at their own due times, not at the last one).
+    A function of two arguments gets ``(x, y)``, as River's ``simulate_qa`` does. A
+    negative or NaN delay is an error naming the instance.
+
+    >>> from streameval.pipeline.streams.base import Instance
+    >>> CallableDelay(lambda x, y, ts: x["wait"]).due(Instance("0", 10.0, {"wait": 5}, "a"))
+    15.0
+    >>> CallableDelay(lambda x, y: 2).due(Instance("3", 3.0, {}, "a"))
+    5.0
+    """
+
+    function: Callable[..., float]
+
+    def due(self, instance: Instance) -> float:
+        if _arity(self.function) == 2:
+            wait = self.function(instance.x, instance.y)
+        else:
+            wait = self.function(instance.x, instance.y, instance.ts)
+        wait = float(wait)
+        if not wait >= 0:
+            raise ValueError(f"the delay function gave {wait} for instance {instance.id}")
+        return instance.ts + wait
+
+    def __str__(self) -> str:
+        return f"callable:{getattr(self.function, '__name__', type(self.function).__name__)}"
+
+
+def _arity(function: Callable[..., Any]) -> int:
+    """How many positional arguments ``function`` takes (3 when it cannot be told)."""
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 3
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)

@@ -172,50 +172,9 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
 
 def print_results(results: dict[str, Any], out: Any = None) -> None:
     """The tables ``evaluate`` and ``run`` print."""
-    from streameval.pipeline.report.table import (
-        binned_table,
-        diagnostics_table,
-        metrics_table,
-        overhead_line,
-    )
+    from streameval.pipeline.report.table import results_text
 
-    out = out or sys.stdout
-    cfg = results["config"]
-    print(
-        f"\n{results['stream']}: {results['n_instances']:,} instances, {results['n_labelled']:,} "
-        f"labelled, delay {cfg.get('delay')}, estimators whole"
-        + (f", window({cfg['window']})" if cfg.get("window") else "")
-        + (f", fading({cfg['fading']})" if cfg.get("fading") else ""),
-        file=out,
-    )
-    print(metrics_table(results), file=out)
-    if cfg.get("reeval_k"):
-        metric = "accuracy" if results.get("task", "classification") == "classification" else "mae"
-        print("\n" + binned_table(results, metric), file=out)
-        print(overhead_line(results), file=out)
-    drift = {s: e["drift"] for s, e in results["learners"].items() if "drift" in e}
-    if drift:
-        print("\ndrift alarms:", file=out)
-        for spec, block in drift.items():
-            for det, d in block.items():
-                line = f"  {spec} / {det}: {d['n_alarms']} alarms"
-                if "detection" in d:
-                    r = d["detection"]
-                    line += (
-                        f"; detected {r.get('detected')}, misses {r.get('misses')}, "
-                        f"false alarms {r.get('false_alarms')}, mean delay {r.get('mean_delay')}"
-                    )
-                print(line, file=out)
-    if "diagnostics" in results:
-        print("\ntemporal dependence of the stream:", file=out)
-        print(diagnostics_table(results["diagnostics"]), file=out)
-    runtime = results.get("runtime")
-    if runtime:
-        print(
-            f"\n{runtime.get('events', 0):,} events in {runtime.get('seconds')} s "
-            f"({runtime.get('events_per_s')} events/s, driver {runtime.get('driver')})",
-            file=out,
-        )
+    print(results_text(results), file=out or sys.stdout)
 
 
 def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
@@ -236,10 +195,10 @@ def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from streameval.pipeline.evaluate import evaluate
+    from streameval.pipeline.evaluate import evaluate_config
 
     config = config_from_args(args)
-    results = evaluate(
+    results = evaluate_config(
         config,
         data_dir=args.data_dir,
         progress=not args.no_progress,

@@ -1,0 +1,60 @@
+"""Any iterable of ``(x, y)`` or ``(x, y, ts)`` as a stream of instances.
+
+River's datasets, a list of pairs, a generator: each item is the features ``x``
+(a mapping of feature name to value), the target ``y`` and, optionally, its
+event time ``ts`` (seconds, or a :class:`datetime.datetime`). Without ``ts`` an
+instance's event time is its position, so a delay of ``N`` means ``N`` instances.
+Items are read one at a time: an endless generator works with ``limit``.
+
+>>> list(instances([({"a": 1}, "x"), ({"a": 2}, "y")]))
+[Instance(id='0', ts=0.0, x={'a': 1}, y='x'), Instance(id='1', ts=1.0, x={'a': 2}, y='y')]
+>>> next(instances([({"a": 1}, "x", 60.5)]))
+Instance(id='0', ts=60.5, x={'a': 1}, y='x')
+>>> next(instances([[1, 2]]))
+Traceback (most recent call last):
+...
+TypeError: stream item 0: x must be a mapping of feature name to value, got int
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
+from typing import Any
+
+from streameval.pipeline.streams.base import Instance
+
+
+def instances(stream: Iterable[Any], limit: int | None = None) -> Iterator[Instance]:
+    """The items of ``stream`` as :class:`Instance` rows, at most ``limit`` of them."""
+    items = iter(stream) if limit is None else islice(stream, limit)
+    for i, item in enumerate(items):
+        x, y, ts = _unpack(i, item)
+        yield Instance(str(i), float(i) if ts is None else _seconds(i, ts), x, y)
+
+
+def _unpack(i: int, item: Any) -> tuple[dict[str, Any], Any, Any]:
+    try:
+        size = len(item)
+    except TypeError:
+        size = -1
+    if size not in (2, 3):
+        raise TypeError(f"stream item {i}: expected (x, y) or (x, y, ts), got {item!r:.80}")
+    x = item[0]
+    if not isinstance(x, Mapping):
+        raise TypeError(
+            f"stream item {i}: x must be a mapping of feature name to value, got {type(x).__name__}"
+        )
+    return x if isinstance(x, dict) else dict(x), item[1], item[2] if size == 3 else None
+
+
+def _seconds(i: int, ts: Any) -> float:
+    if isinstance(ts, dt.datetime):
+        return ts.timestamp()
+    try:
+        return float(ts)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"stream item {i}: ts must be a number of seconds or a datetime, got {ts!r:.40}"
+        ) from None
