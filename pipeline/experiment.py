@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover
     def bind_context(learner: Any, context: Any) -> None:
         return None
 
+
 PER = "__per__"
 MAJ = "__maj__"
 
@@ -110,9 +111,9 @@ class Experiment:
     >>> from streameval.pipeline.learners.baselines import Majority
     >>> exp = Experiment(ExperimentConfig("s", ["maj"]), learners={"maj": Majority()})
     >>> for i, y in enumerate("aab"):
-    ...     _ = exp.process(FeatureEvent("s", str(i), float(i), {}, i))
-    ...     _ = exp.process(LabelEvent("s", str(i), float(i), y, i))
-    >>> _ = exp.process(EndOfStream("s", 3.0))
+    ...     _ = exp.process(FeatureEvent("s", str(i), float(i), {}, 2 * i))
+    ...     _ = exp.process(LabelEvent("s", str(i), float(i), y, 2 * i + 1))
+    >>> _ = exp.process(EndOfStream("s", 3.0, 6))
     >>> exp.results()["learners"]["maj"]["accuracy"]  # None, then 'a' twice: right once
     0.3333333333333333
     """
@@ -134,7 +135,9 @@ class Experiment:
             _Slot(name, learner, self._scorecard())
             for name, learner in self._learners(learners, allow_import).items()
         ]
-        self._lags = getattr(self.context, 'capacity', None) or self.context._recent.maxlen  # TEMPORARY
+        self._lags = (  # TEMPORARY
+            getattr(self.context, "capacity", None) or self.context._recent.maxlen
+        )
         self._updated: set[str] = set()
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
         self._per = NoChange()
@@ -459,8 +462,12 @@ class Experiment:
                 fresh = (  # TEMPORARY fallback until every learner has clone()
                     slot.learner.clone()
                     if hasattr(slot.learner, "clone")
-                    else build_learner(slot.name, context=self.context, task=self.config.task,
-                                       seed=self.config.seed)
+                    else build_learner(
+                        slot.name,
+                        context=self.context,
+                        task=self.config.task,
+                        seed=self.config.seed,
+                    )
                 )
                 bind_context(fresh, self.context)
                 slot.learner = fresh

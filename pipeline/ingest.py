@@ -78,11 +78,6 @@ class IngestGuard:
     ['features', 'label']
     """
 
-    # class defaults, for guards pickled before these existed
-    numeric_target = False
-    clock = float("-inf")
-    n_retimed = 0
-
     def __init__(
         self,
         *,
@@ -99,19 +94,14 @@ class IngestGuard:
         self._orphans: OrderedDict[str, tuple[float, LabelEvent]] = OrderedDict()
         self._orphan_sources: dict[str, Source | None] = {}
         self.counts: dict[str, int] = {}
+        self.clock = float("-inf")  # the newest event time admitted
+        self.n_retimed = 0
 
     def _reject(
         self, kind: str, reason: str, event: InputEvent, source: Source | None = None
     ) -> Rejection:
         self.counts[kind] = self.counts.get(kind, 0) + 1
         return Rejection(kind, reason, event, source)
-
-    def _sources(self) -> dict[str, Source | None]:
-        """Where each waiting orphan was read (created here for guards pickled before)."""
-        found = self.__dict__.get("_orphan_sources")
-        if found is None:
-            found = self._orphan_sources = {}
-        return found
 
     def _expire(self, now: float, rejected: list[Rejection], *, everything: bool = False) -> None:
         while self._orphans:
@@ -125,7 +115,7 @@ class IngestGuard:
                     f"label for id {uid!r} whose features never arrived "
                     f"(waited until event time {min(expiry, now):g})",
                     label,
-                    self._sources().pop(uid, None),
+                    self._orphan_sources.pop(uid, None),
                 )
             )
 
@@ -188,7 +178,7 @@ class IngestGuard:
             event = self._in_time(event)
             admitted.append(event)
             orphan = self._orphans.pop(event.id, None)
-            self._sources().pop(event.id, None)
+            self._orphan_sources.pop(event.id, None)
             if orphan is not None:
                 label = orphan[1]
                 admitted.append(LabelEvent(label.stream, label.id, event.ts, label.y, event.seq))
@@ -226,7 +216,7 @@ class IngestGuard:
             )
         else:
             self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
-            self._sources()[event.id] = source
+            self._orphan_sources[event.id] = source
         return admitted, rejected
 
     def _in_time(self, event: FeatureEvent | LabelEvent) -> FeatureEvent | LabelEvent:

@@ -46,12 +46,6 @@ class _Side:
     sources: deque[Source | None] = field(default_factory=deque)  # parallel to ``queue``
     end_source: Source | None = None
 
-    def __setstate__(self, state: dict) -> None:  # sides pickled before sources existed
-        self.__dict__.update(state)
-        if "sources" not in state:
-            self.sources = deque([None] * len(self.queue))
-            self.end_source = None
-
 
 class EventMerger:
     """Watermark merge of one stream's feature and label events.

@@ -56,13 +56,6 @@ class StreamRunner:
     2
     """
 
-    # class defaults, for runners pickled before these existed
-    n_outputs = 0
-    failed: str | None = None
-    n_after_failure = 0
-    n_duplicates_marked = 0  # outputs the Kafka worker flagged as already delivered
-    n_restores = 0  # times a worker resumed this runner from a checkpoint
-
     def __init__(
         self,
         config: ExperimentConfig,
@@ -81,10 +74,10 @@ class StreamRunner:
         self.positions: dict[tuple[str, int], tuple[int, int]] = {}
         self.finished = False
         self.n_outputs = 0
-        self.failed = None
+        self.failed: str | None = None
         self.n_after_failure = 0
-        self.n_duplicates_marked = 0
-        self.n_restores = 0
+        self.n_duplicates_marked = 0  # outputs the Kafka worker flagged as already delivered
+        self.n_restores = 0  # times a worker resumed this runner from a checkpoint
         # where the worker found this stream's outputs (kind -> partition, offset) when the
         # checkpoint was written: a restored worker reads the output topics from there on
         self.output_marks: dict[str, tuple[int, int]] = {}

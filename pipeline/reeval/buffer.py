@@ -180,25 +180,6 @@ class PendingBuffer:
         self._codes: dict[Hashable, int] = {}
         self._labels: list[Hashable] = []
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        for inst in self._pending.values():  # histories pickled as lists of (t, label)
-            for key, history in inst.history.items():
-                if not isinstance(history, PredictionHistory):
-                    inst.history[key] = PredictionHistory.of(history)
-        if "rows" not in state:  # pickled before the feature rows existed: build them
-            self.rows = FeatureRows(max(1, len(self._pending)))
-            self._last, self._codes, self._labels = {}, {}, []
-            self._max_ts = -math.inf
-            for inst in self._pending.values():
-                if self.k is None:
-                    inst.row = -1
-                    continue
-                inst.row = self.rows.acquire(inst.x)
-                self._reset_row(inst.row)
-                for key, history in inst.history.items():
-                    self._remember(key, inst.row, history[-1][0], history[-1][1])
-
     def __len__(self) -> int:
         return len(self._pending)
 

@@ -45,7 +45,7 @@ class PredictionHistory:
 
     @classmethod
     def of(cls, entries: Sequence[tuple[float, Any]]) -> PredictionHistory:
-        """The history of ``entries`` (e.g. a list read from an older checkpoint)."""
+        """The history of ``entries``, a sequence of ``(t, label)``."""
         history = cls(*entries[0])
         history.times.extend(t for t, _ in entries[1:])
         history.labels.extend(y for _, y in entries[1:])
