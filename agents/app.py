@@ -99,7 +99,7 @@ def create_app(
                 await loop.run_in_executor(None, worker.checkpoint)
                 break
             except RuntimeError as exc:
-                if worker.delivery_errors or health is None:
+                if worker.publisher.delivery_errors or health is None:
                     _give_up(f"outputs could not be delivered: {exc}")
                 now = loop.time()
                 first_failure = now if first_failure is None else first_failure
@@ -111,7 +111,7 @@ def create_app(
                     )
                 health.lost(f"checkpoint not confirmed: {exc}")
                 log.warning("checkpoint not confirmed (%s); retrying when the broker answers", exc)
-        worker.idle.discount(time.monotonic() - started)
+        worker.release.clock.discount(time.monotonic() - started)
         if worker.can_ack:
             for event in unacked:
                 event.ack()
@@ -132,17 +132,17 @@ def create_app(
     @app.timer(1.0)
     async def housekeeping() -> None:
         if health is not None and not health.ok:
-            worker.idle.suspend()  # until the first message read after the broker is back
+            worker.release.clock.suspend()  # until the first message read after the broker is back
             return
         if health is not None and health.outages != outages_seen[0]:
             outages_seen[0] = health.outages  # an outage shorter than this timer's period
-            worker.idle.suspend()
+            worker.release.clock.suspend()
         if app.rebalancing or app.rebalancing_count != rebalances_seen[0]:
             rebalances_seen[0] = app.rebalancing_count  # no fetching while the group rebalances
-            worker.idle.suspend()
+            worker.release.clock.suspend()
         async with busy:
             worker.tick()
-            if (unacked or worker.dirty) and worker.idle_seconds() > 1.0:
+            if (unacked or worker.checkpoints.dirty) and worker.idle_seconds() > 1.0:
                 await save_and_ack()
 
     register_views(app, worker, health)  # /dashboard, /api/metrics, /health (GET only)

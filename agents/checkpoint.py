@@ -1,4 +1,4 @@
-"""Authenticated checkpoints of stream state on a Kafka topic.
+"""Authenticated checkpoints of stream state on a Kafka topic, and when a worker writes them.
 
 A checkpoint is the pickle of a :class:`~streameval.pipeline.runner.StreamRunner`.
 Unpickling runs code, so nothing read back from a topic is unpickled before
@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 import logging
 import os
 import pickle
@@ -26,7 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from streameval.agents.codec import parse
 from streameval.agents.topics import messages_to_end
+from streameval.pipeline.runner import StreamRunner
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ def read_checkpoints(
                 consumer, ends, timeout=timeout, idle=idle, what=f"checkpoint topic {topic}"
             ):
                 try:
-                    reader.add(json.loads(msg.value()))
+                    reader.add(parse(msg.value()))
                 except (ValueError, KeyError, TypeError) as exc:
                     log.warning(
                         "skipping a malformed checkpoint part at offset %s: %s", msg.offset(), exc
@@ -183,3 +184,74 @@ def read_checkpoints(
         return reader
     finally:
         consumer.close()
+
+
+class StreamCheckpoints:
+    """A worker's checkpointing: which streams changed since the last checkpoint, when the
+    next one is due, the parts of each stream's checkpoint, and the restore of a stream.
+
+    Parameters
+    ----------
+    key
+        The HMAC key checkpoints are signed and verified with.
+    every
+        A checkpoint is due after this many input events.
+    enabled
+        False for a worker that is never restarted (:mod:`streameval.agents.inline`): it
+        writes no checkpoint.
+    """
+
+    def __init__(self, key: bytes, every: int = 20_000, *, enabled: bool = True) -> None:
+        self.key = key
+        self.every = every
+        self.enabled = enabled
+        self.dirty: set[str] = set()  # streams changed since the last checkpoint
+        self.ids: dict[str, int] = {}  # id of each stream's last checkpoint
+        self.since = 0  # input events since the last checkpoint
+        self.reader: CheckpointReader | None = None
+
+    def read(self, consumer_config: dict[str, Any], topic: str) -> int:
+        """Read the checkpoints topic; return how many streams have a checkpoint."""
+        self.reader = read_checkpoints(consumer_config, topic)
+        return len(self.reader.latest)
+
+    def take(self, stream: str) -> StreamRunner | None:
+        """``stream``'s runner from its newest checkpoint (once), else ``None``.
+
+        Raises :class:`CheckpointError` for a checkpoint whose HMAC does not verify
+        or that holds no stream runner.
+        """
+        reader = self.reader
+        if reader is None or stream not in reader.latest:
+            return None
+        checkpoint_id = reader.latest[stream].id
+        runner = reader.load(stream, self.key)
+        del reader.latest[stream]
+        if not isinstance(runner, StreamRunner):
+            raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
+        self.ids[stream] = checkpoint_id
+        return runner
+
+    def changed(self, stream: str, events: int = 0) -> None:
+        """``stream`` changed (by ``events`` input events): it goes into the next checkpoint."""
+        self.dirty.add(stream)
+        self.since += events
+
+    def due(self) -> bool:
+        return self.since >= self.every
+
+    def soon(self) -> None:
+        """Make the next checkpoint due now (a stream's last output went out)."""
+        self.since = max(self.since, self.every)
+
+    def parts(self, stream: str, runner: StreamRunner) -> list[dict[str, Any]]:
+        """The messages of ``stream``'s next checkpoint (numbered after its last one)."""
+        checkpoint_id = self.ids.get(stream, 0) + 1
+        blob, signature = dumps(runner, self.key)
+        self.ids[stream] = checkpoint_id
+        return to_messages(stream, checkpoint_id, blob, signature)
+
+    def saved(self) -> None:
+        """Every changed stream is in a delivered checkpoint."""
+        self.dirty.clear()
+        self.since = 0

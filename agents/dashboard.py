@@ -47,8 +47,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from streameval.pipeline.events import DriftEvent
-from streameval.pipeline.experiment import MetricSnapshot
+from streameval.pipeline.events import DriftEvent, MetricSnapshot
 
 #: Snapshot metrics kept as time series (``None`` where a snapshot lacks one, e.g. ``auc``
 #: of a stream that is not binary).

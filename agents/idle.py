@@ -47,7 +47,14 @@ worker could read without a break:
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterator, Mapping
+
+from streameval.pipeline.merge import FEATURES, LABELS
+from streameval.pipeline.runner import StreamRunner
+
+log = logging.getLogger(__name__)
 
 
 class IdleClock:
@@ -102,3 +109,88 @@ class IdleClock:
         if self.suspended_at is not None:
             return max(0.0, t - (self.suspended_at + self.grace))
         return t - self.resumed_at
+
+
+class IdleRelease:
+    """When a stream's queued events pass its other, silent, topic (``--idle-timeout``).
+
+    The merger of a stream holds an input topic's events until the other topic has
+    passed their time. Per stream and topic this keeps, never checkpointed, when the
+    topic last brought an event of the stream (its definition or restore counts as one)
+    and since which housekeeping tick the stream's events on it have been queued. At a
+    tick, :meth:`due` names the queues to release: those that waited longer than
+    ``timeout`` while the other topic brought nothing of the stream for as long, both
+    counted only while the worker could read (:attr:`clock`).
+    """
+
+    def __init__(self, timeout: float = 30.0, grace: float = 60.0) -> None:
+        self.timeout = timeout
+        self.clock = IdleClock(grace=grace)
+        self.heard: dict[str, dict[str, float]] = {}
+        self.queued_since: dict[str, dict[str, float]] = {}
+
+    def heard_now(self, stream: str) -> None:
+        """A stream was defined or restored: its silence on both topics counts from now."""
+        now = time.monotonic()
+        self.heard[stream] = {FEATURES: now, LABELS: now}
+
+    def heard_on(self, stream: str, kind: str, now: float | None = None) -> None:
+        """The ``kind`` topic brought an event of ``stream``."""
+        self.heard.setdefault(stream, {})[kind] = time.monotonic() if now is None else now
+
+    def due(
+        self, runners: Mapping[str, StreamRunner], now: float | None = None
+    ) -> Iterator[tuple[str, StreamRunner, str, float]]:
+        """``(stream, runner, topic, silence of the other topic)`` of each queue to release.
+
+        A generator: each queue is looked at after the caller released the one before.
+        """
+        t = time.monotonic() if now is None else now
+        reading = self.clock.reading_for(t)
+        for stream, runner in runners.items():
+            if runner.finished or runner.failed is not None or not runner.merger.n_waiting:
+                self.queued_since.pop(stream, None)  # a queue that fills again starts anew
+                continue
+            for topic, other in ((FEATURES, LABELS), (LABELS, FEATURES)):
+                waited, silent = self._wait(stream, runner, topic, other, t, reading)
+                if min(waited, silent) <= self.timeout:
+                    continue
+                log.warning(
+                    "stream %s: nothing of it on the %s topic for %.1f s (idle timeout %.1f s):"
+                    " releasing its %d queued %s events without waiting for that topic",
+                    stream,
+                    other,
+                    silent,
+                    self.timeout,
+                    runner.merger.n_queued(topic),
+                    topic,
+                )
+                yield stream, runner, topic, silent
+                self.queued_since.get(stream, {}).pop(topic, None)
+
+    def _wait(
+        self,
+        stream: str,
+        runner: StreamRunner,
+        topic: str,
+        other: str,
+        now: float,
+        reading: float,
+    ) -> tuple[float, float]:
+        """For ``stream``'s events queued on ``topic``: how long the queue has been
+        waiting (since the housekeeping tick that first saw it non-empty), and how long
+        ``other`` has brought nothing of the stream; both at most ``reading``
+        (:meth:`IdleClock.reading_for`).
+
+        The release needs both beyond the timeout: an event waits at most that long
+        for a silent topic (a live stream whose labels come rarely still gets its
+        first predictions), and never while the other topic is bringing events of the
+        stream (a replay keeps its order, however busy the worker).
+        """
+        queued = self.queued_since.setdefault(stream, {})
+        if not runner.merger.n_queued(topic):
+            queued.pop(topic, None)
+            return 0.0, 0.0
+        since = queued.setdefault(topic, now)  # first seen queued at this tick
+        last = self.heard.setdefault(stream, {}).setdefault(other, now)
+        return min(now - since, reading), min(now - last, reading)

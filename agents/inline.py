@@ -29,9 +29,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from streameval.agents.codec import StreamFailed, failure_text
 from streameval.agents.config import KafkaSettings
+from streameval.agents.publish import watched_producer
 from streameval.agents.topics import TopicNames
-from streameval.agents.worker import StreamWorker, failure_text, watched_producer
+from streameval.agents.worker import StreamWorker
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
@@ -96,7 +98,7 @@ def consume_stream(
         consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
         deadline = time.monotonic() + timeout
         next_tick = time.monotonic() + TICK
-        while stream not in worker.published_results:
+        while stream not in worker.streams.concluded:
             for msg in consumer.consume(BATCH, 0.2):
                 if msg.error() is not None or msg.key() != key:
                     continue  # partition ends and errors; other streams' messages
@@ -105,7 +107,7 @@ def consume_stream(
                 )
             runner = worker.runners.get(stream)
             if runner is not None and runner.failed is not None:
-                raise RuntimeError(failure_text(stream, runner.failed, worker.names.deadletter))
+                raise StreamFailed(failure_text(stream, runner.failed, worker.names.deadletter))
             now = time.monotonic()
             if now >= next_tick:
                 worker.tick()
@@ -115,12 +117,7 @@ def consume_stream(
                     raise exc
             if now > deadline:
                 raise TimeoutError(f"no results for stream {stream!r} within {timeout:.0f} s")
-        worker.flush_predictions()
-        remaining = worker.producer.flush(30.0)
-        if remaining or worker.delivery_errors:
-            raise RuntimeError(
-                f"outputs not delivered ({remaining} queued): " + "; ".join(worker.delivery_errors)
-            )
+        worker.publisher.confirm(30.0)
     finally:
         consumer.close()
 
@@ -183,9 +180,8 @@ def run_inline(
     finally:
         monitor.stop()
         if worker is not None:
-            worker.flush_predictions()
-            worker.producer.flush(10.0)  # what was produced before a failure (its deadletter)
-            # a traceback keeps this frame and the worker alive: let the producer go now, or
-            # librdkafka keeps reconnecting to a broker that may be gone
-            worker.producer = None
+            # what was produced before a failure (its deadletter); a traceback keeps this
+            # frame and the worker alive: the producer goes now, or librdkafka keeps
+            # reconnecting to a broker that may be gone
+            worker.publisher.close(10.0)
         producer = None

@@ -31,11 +31,11 @@ Consumers that want each output once drop the flagged ones, or deduplicate by
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from typing import Any
 
+from streameval.agents.codec import parse
 from streameval.agents.topics import messages_to_end
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ def scan_emitted(
                 if msg.key() != key:
                     continue
                 try:
-                    value = json.loads(msg.value())
+                    value = parse(msg.value())
                 except ValueError:
                     continue
                 # a predictions message is a JSON array of predictions (seq in order), or one

@@ -8,7 +8,7 @@ confluent-kafka producer:
 * feature events to the features topic, label events to the labels topic, the
   end-of-stream marker to *both* (``{"stream", "end": true, "ts", "seq",
   "n_events"}``, see ``schemas/end-of-stream.json``);
-* key = stream id (UTF-8), value = compact JSON (:func:`schemas.encode`);
+* key = stream id (UTF-8), value = compact JSON (:mod:`streameval.agents.codec`);
   one producer and one partitioner for both topics, so a stream's features and
   labels land on the same partition number of the co-partitioned topics. The
   partitioner is ``murmur2_random``, the Java client's (and aiokafka's/Faust's)
@@ -20,8 +20,8 @@ confluent-kafka producer:
   fast as the broker takes them.
 
 Missing feature values: a NaN in ``x`` is a missing value and is left out of
-the message (JSON has no NaN); an infinite feature value, ``ts`` or ``y`` is an
-error (:class:`ValueError` naming the event).
+the message; an infinite feature value, ``ts`` or ``y`` is an error
+(:class:`ValueError` naming the event), the codec's rule for input events.
 
 The message layout is one event per message. :class:`MessageFormat` is the
 seam for another layout (several events per message): a format turns events
@@ -31,17 +31,16 @@ into :class:`Message` objects and may hold some back until :meth:`flush`.
 from __future__ import annotations
 
 import logging
-import math
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from streameval.agents.codec import input_message
 from streameval.agents.config import KafkaSettings
 from streameval.agents.topics import TopicNames
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
-from streameval.schemas import encode
 
 log = logging.getLogger(__name__)
 #: librdkafka's own log lines (connection refused, retries...) go here, not to raw stderr.
@@ -94,72 +93,14 @@ class MessageFormat(Protocol):
         ...
 
 
-def _finite(value: Any) -> bool:
-    return not isinstance(value, float) or math.isfinite(value)
-
-
-def feature_message(event: FeatureEvent) -> dict[str, Any]:
-    """Wire dict of a feature event; NaN feature values are left out (missing).
-
-    >>> ev = FeatureEvent("s", "1", 0.0, {"a": float("nan"), "b": 2.0}, 7)
-    >>> feature_message(ev)
-    {'stream': 's', 'id': '1', 'ts': 0.0, 'x': {'b': 2.0}, 'seq': 7}
-    """
-    x = event.x
-    if not all(_finite(v) for v in x.values()):
-        clean = {}
-        for name, value in x.items():
-            if isinstance(value, float) and math.isnan(value):
-                continue
-            if not _finite(value):
-                raise ValueError(
-                    f"stream {event.stream!r} instance {event.id!r} (seq {event.seq}): "
-                    f"feature {name!r} is {value}; JSON cannot carry infinities"
-                )
-            clean[name] = value
-        x = clean
-    if not _finite(event.ts):
-        raise ValueError(f"stream {event.stream!r} seq {event.seq}: ts is {event.ts}")
-    return {"stream": event.stream, "id": event.id, "ts": event.ts, "x": x, "seq": event.seq}
-
-
-def label_message(event: LabelEvent) -> dict[str, Any]:
-    """Wire dict of a label event."""
-    if not (_finite(event.ts) and _finite(event.y)):
-        raise ValueError(
-            f"stream {event.stream!r} instance {event.id!r} (seq {event.seq}): "
-            f"ts={event.ts}, y={event.y}: JSON cannot carry NaN or infinities"
-        )
-    return event.to_dict()
-
-
-def end_message(event: EndOfStream) -> dict[str, Any]:
-    """Wire dict of the end-of-stream marker (sent to both input topics)."""
-    if not _finite(event.ts):
-        raise ValueError(f"stream {event.stream!r} end marker: ts is {event.ts}")
-    return {
-        "stream": event.stream,
-        "end": True,
-        "ts": event.ts,
-        "seq": event.seq,
-        "n_events": event.n_events,
-    }
-
-
 class OneEventPerMessage:
-    """The current wire layout: every event is its own message."""
+    """Every event is its own message."""
 
     def add(self, event: InputEvent) -> list[Message]:
         """Encode ``event`` at once."""
+        kinds, value = input_message(event)
         key = event.stream.encode("utf-8")
-        if isinstance(event, FeatureEvent):
-            return [Message("features", key, encode(feature_message(event)))]
-        if isinstance(event, LabelEvent):
-            return [Message("labels", key, encode(label_message(event)))]
-        if isinstance(event, EndOfStream):
-            value = encode(end_message(event))
-            return [Message("features", key, value), Message("labels", key, value)]
-        raise TypeError(f"not an input event: {event!r}")
+        return [Message(kind, key, value) for kind in kinds]
 
     def flush(self) -> list[Message]:
         """Nothing is ever held back."""
@@ -167,7 +108,7 @@ class OneEventPerMessage:
 
 
 class PackedMessages:
-    """Several events of one stream per message: a JSON array (``schemas.decode_events``).
+    """Several events of one stream per message: a JSON array (``codec.decode_events``).
 
     Faust pays a fixed cost per message (about 14k messages/s on one core);
     packing ``max_events`` events per message moves the pipeline's limit to the
@@ -190,16 +131,11 @@ class PackedMessages:
 
     def add(self, event: InputEvent) -> list[Message]:
         key = event.stream.encode("utf-8")
+        kinds, value = input_message(event)
         if isinstance(event, EndOfStream):
             out = [self._pack(slot) for slot in list(self._items) if slot[1] == key]
-            value = encode(end_message(event))
-            return [*out, Message("features", key, value), Message("labels", key, value)]
-        if isinstance(event, FeatureEvent):
-            slot, value = ("features", key), encode(feature_message(event))
-        elif isinstance(event, LabelEvent):
-            slot, value = ("labels", key), encode(label_message(event))
-        else:
-            raise TypeError(f"not an input event: {event!r}")
+            return [*out, *(Message(kind, key, value) for kind in kinds)]
+        slot = (kinds[0], key)
         out = []
         if slot in self._items and self._sizes[slot] + len(value) > self.max_bytes:
             out.append(self._pack(slot))

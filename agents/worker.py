@@ -1,12 +1,21 @@
 """What a worker does with each message: decode, route to the stream's runner, publish.
 
 :class:`StreamWorker` is the Kafka glue between the Faust agent
-(:mod:`streameval.agents.app`) and the pure core: it decodes and validates messages
-(``schemas``), keeps one :class:`~streameval.pipeline.runner.StreamRunner` per stream,
-publishes what the runners produce (predictions, metrics, drift alarms, the
-final results document) with a confluent-kafka producer, sends bad input to
-``deadletter`` with its reason and source offset, and writes authenticated
-checkpoints (:mod:`streameval.agents.checkpoint`). No metric or learner logic lives here.
+(:mod:`streameval.agents.app`) or ``run``'s consumer (:mod:`streameval.agents.inline`)
+and the pure core. It decodes each message (:mod:`streameval.agents.codec`) and hands
+the events to the stream's :class:`~streameval.pipeline.runner.StreamRunner`; the rest
+is done by its parts, one job each:
+
+* :class:`~streameval.agents.streams.StreamRegistry`: the runner of each stream, defined
+  or restored from its checkpoint;
+* :class:`~streameval.agents.parking.Parking`: events of streams not defined yet;
+* :class:`~streameval.agents.publish.Publisher`: the outputs, their duplicate flags and
+  the deadletter records of input that could not be used;
+* :class:`~streameval.agents.checkpoint.StreamCheckpoints`: when and what to checkpoint;
+* :class:`~streameval.agents.idle.IdleRelease`: when a stream's queued events pass its
+  other, silent, topic.
+
+No metric or learner logic lives here.
 
 Delivery guarantee: the agent acknowledges input messages only after a
 checkpoint that contains their effect has been written (and every output
@@ -30,59 +39,26 @@ import time
 from collections import Counter
 from typing import Any
 
-from streameval.agents.checkpoint import CheckpointError, dumps, read_checkpoints, to_messages
+from streameval.agents.checkpoint import StreamCheckpoints
+from streameval.agents.codec import decode, input_events
 from streameval.agents.config import KafkaSettings
 from streameval.agents.dashboard import DashboardHistory
-from streameval.agents.health import PRODUCER_QUEUE, BrokerHealth
-from streameval.agents.idle import IdleClock
-from streameval.agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
+from streameval.agents.idle import IdleRelease
+from streameval.agents.parking import Parking
+from streameval.agents.publish import PRODUCER_DEFAULTS, Publisher
+from streameval.agents.streams import StreamConflict, StreamRegistry
 from streameval.agents.topics import TopicNames
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import DriftEvent, InputEvent, PredictionEvent, event_from_dict
-from streameval.pipeline.experiment import MetricSnapshot, Output, clean
+from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.ingest import Rejection
-from streameval.pipeline.merge import FEATURES, LABELS
 from streameval.pipeline.runner import StreamRunner
 from streameval.pipeline.spec import SpecError
-from streameval.schemas import deadletter_record, decode, decode_events, encode
 
 log = logging.getLogger(__name__)
 
-# murmur2_random: a stream's outputs land on the partition of its inputs (co-partitioned),
-# a partition a restarted worker can compute (streameval.agents.outputs)
-PRODUCER_DEFAULTS = {
-    "linger.ms": 20,
-    "enable.idempotence": True,
-    "acks": "all",
-    "partitioner": "murmur2_random",
-}
-#: Most predictions one predictions-topic message carries (a JSON array, like packed input):
-#: well under ``schemas.MAX_PACKED_EVENTS`` and, at ~150 bytes each, under 1 MiB.
-PREDICTIONS_PER_MESSAGE = 500
-
-
-def failure_text(stream: str, error: Any, deadletter: str) -> str:
-    """What ``run`` and the readers of the metrics topic say of a stream that failed."""
-    return (
-        f"stream {stream!r} stopped: {error} (the event that failed is in the deadletter "
-        f"topic {deadletter}, reason experiment_error)"
-    )
-
-
-def watched_producer(settings: KafkaSettings, health: BrokerHealth) -> Any:
-    """A worker's output producer that reports broker errors to ``health``, its queue sized
-    for the outputs of what was taken before an outage was noticed
-    (:mod:`streameval.agents.health`)."""
-    from confluent_kafka import Producer
-
-    return Producer(
-        {**settings.confluent_config(), **PRODUCER_DEFAULTS, **PRODUCER_QUEUE,
-         "error_cb": health.on_kafka_error}
-    )  # fmt: skip
-
 
 class StreamWorker:
-    """The state of one worker process: its streams, its producer, its counters."""
+    """One worker process: its streams, its outputs, its checkpoints, its counters."""
 
     def __init__(
         self,
@@ -99,47 +75,27 @@ class StreamWorker:
         producer: Any = None,
         checkpoints: bool = True,
     ) -> None:
-        from confluent_kafka import Producer
+        if producer is None:
+            from confluent_kafka import Producer
 
+            producer = Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
         self.settings = settings
         self.names = TopicNames.for_prefix(settings.topic_prefix)
-        self.key = key
-        self.checkpoint_every = checkpoint_every
-        self.orphan_ttl = orphan_ttl
-        self.idle_timeout = idle_timeout
-        self.park_limit = park_limit
-        self.park_timeout = park_timeout
-        # make and publish predictions for the streams this worker defines (a restored stream
-        # keeps the choice of the worker that defined it, and so its output numbering)
-        self.predictions = predictions
-        # False for a worker that is never restarted (streameval.agents.inline): it writes no
-        # checkpoint
-        self.checkpoints = checkpoints
-        self.producer = producer or Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
-        self.runners: dict[str, StreamRunner] = {}
-        self.parked: dict[str, list[tuple[str, InputEvent, float, tuple[int, int, int]]]] = {}
         self.counts: Counter[str] = Counter()
-        self.dirty: set[str] = set()
-        self.checkpoint_ids: dict[str, int] = {}
-        self.published_results: set[str] = set()
-        self.since_checkpoint = 0
-        self.last_event = time.monotonic()
-        # silence of the input topics for the idle release: only time the worker could read
-        self.idle = IdleClock(grace=rejoin_grace)
-        # per stream and input topic (monotonic, never checkpointed): when the topic last
-        # brought an event of the stream (the stream's definition counts as one), and since
-        # which housekeeping tick the stream's events on it have been queued, waiting for
-        # the other topic (a queue drains only when that topic brings events, or at a release)
-        self.heard: dict[str, dict[str, float]] = {}
-        self.queued_since: dict[str, dict[str, float]] = {}
-        self.delivery_errors: list[str] = []
+        self.checkpoints = StreamCheckpoints(key, checkpoint_every, enabled=checkpoints)
+        self.streams = StreamRegistry(
+            self.checkpoints, predictions=predictions, orphan_ttl=orphan_ttl
+        )
+        self.parking = Parking(park_limit, park_timeout)
+        self.publisher = Publisher(producer, self.names, self.counts)
+        self.release = IdleRelease(idle_timeout, grace=rejoin_grace)
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
-        self.output_topics = {kind: getattr(self.names, kind) for kind in OUTPUT_KINDS}
-        self.positions = OutputPositions()
-        # per restored stream: output kind -> highest seq already on that topic
-        self.emitted: dict[str, dict[str, int]] = {}
-        # predictions made since the last flush, per stream: published in bulk
-        self.pending_predictions: dict[str, list[dict[str, Any]]] = {}
+        self.last_event = time.monotonic()
+
+    @property
+    def runners(self) -> dict[str, StreamRunner]:
+        """The runner of every stream this worker has, by stream id."""
+        return self.streams.runners
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -153,36 +109,26 @@ class StreamWorker:
         :class:`~streameval.agents.checkpoint.CheckpointError`: resuming without it would give
         wrong results, silently.
         """
-        self._checkpoints = read_checkpoints(
-            self.settings.confluent_config(), self.names.checkpoints
-        )
-        self.positions.start(self.settings.confluent_config(), self.output_topics.values())
-        return len(self._checkpoints.latest)
+        config = self.settings.confluent_config()
+        found = self.checkpoints.read(config, self.names.checkpoints)
+        self.publisher.start(config)
+        return found
 
-    def _restored(self, stream: str) -> StreamRunner | None:
+    def _runner(self, stream: str) -> StreamRunner | None:
         """The runner of ``stream``: in memory, else from its checkpoint, else None."""
-        runner = self.runners.get(stream)
-        reader = getattr(self, "_checkpoints", None)
-        if runner is not None or reader is None or stream not in reader.latest:
+        runner = self.streams.get(stream)
+        if runner is not None:
             return runner
-        asm = reader.latest[stream]
-        runner = reader.load(stream, self.key)
-        del reader.latest[stream]
-        if not isinstance(runner, StreamRunner):
-            raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
-        self.runners[stream] = runner
-        self._heard_now(stream)
-        self.checkpoint_ids[stream] = asm.id
-        runner.n_restores += 1
-        if runner.finished or runner.failed is not None:  # its results (or failure) went out
-            self.published_results.add(stream)
+        runner = self.streams.restore(stream)
+        if runner is None:
+            return None
+        self.release.heard_now(stream)
         marks = getattr(runner, "output_marks", {})
-        emitted = scan_emitted(self.settings.confluent_config(), stream, self.output_topics, marks)
-        self.emitted[stream] = emitted
+        top = self.publisher.find_emitted(self.settings.confluent_config(), stream, marks)
         print(
-            f"streameval worker: restored stream {stream} from checkpoint {asm.id} "
-            f"({runner.experiment.n_labelled} labels, output seq {runner.n_outputs}; "
-            f"already on the output topics up to seq {max(emitted.values(), default=-1)})",
+            f"streameval worker: restored stream {stream} from checkpoint "
+            f"{self.checkpoints.ids[stream]} ({runner.experiment.n_labelled} labels, output "
+            f"seq {runner.n_outputs}; already on the output topics up to seq {top})",
             file=sys.stderr,
             flush=True,
         )
@@ -195,83 +141,71 @@ class StreamWorker:
     ) -> None:
         """Process one message read from the ``kind`` topic."""
         self.last_event = time.monotonic()
-        self.idle.heard(self.last_event)
+        self.release.clock.heard(self.last_event)
         topic = getattr(self.names, kind)
         if kind == "experiments":
             self._define(raw, key, topic, partition, offset)
             return
-        messages, reasons = decode_events(kind, raw)
+        events, reasons = input_events(kind, raw)
         for reason in reasons:
-            self._deadletter("schema", reason, topic, partition, offset, raw, key)
-        for index, message in enumerate(messages):
-            event = event_from_dict(message)
-            self._route(kind, event, topic, partition, offset, index)
-        self.flush_predictions()
+            self.publisher.deadletter("schema", reason, topic, partition, offset, raw, key)
+        for index, event in enumerate(events):
+            self._route(kind, event, topic, (partition, offset, index))
+        self.publisher.flush_predictions()
 
     def _define(
         self, raw: bytes | None, key: bytes | None, topic: str, partition: int, offset: int
     ) -> None:
+        def refuse(kind: str, reason: str) -> None:
+            self.publisher.deadletter(kind, reason, topic, partition, offset, raw, key)
+
         message, reason = decode("experiments", raw)
         if message is None:
-            self._deadletter("schema", reason or "invalid", topic, partition, offset, raw, key)
-            return
+            return refuse("schema", reason or "invalid")
         try:
             config = ExperimentConfig.from_dict(message)
         except (TypeError, ValueError) as exc:
-            self._deadletter("bad_experiment", str(exc), topic, partition, offset, raw, key)
-            return
-        existing = self._restored(config.stream)
-        if existing is not None:
-            if existing.config.to_dict() != config.to_dict():
-                self._deadletter(
-                    "bad_experiment",
-                    f"stream {config.stream!r} is already defined with another experiment",
-                    topic,
-                    partition,
-                    offset,
-                    raw,
-                    key,
-                )
-            return
+            return refuse("bad_experiment", str(exc))
+        self._runner(config.stream)
         try:
-            runner = StreamRunner(
-                config, emit_predictions=self.predictions, orphan_ttl=self.orphan_ttl
-            )
+            runner = self.streams.define(config)
+        except StreamConflict as exc:
+            return refuse("bad_experiment", str(exc))
         except (SpecError, ValueError) as exc:  # allow-listed learners and detectors only
-            self._deadletter(
-                "bad_experiment", f"experiment refused: {exc}", topic, partition, offset, raw, key
-            )
-            return
-        self.runners[config.stream] = runner
-        self._heard_now(config.stream)
-        self.dirty.add(config.stream)
+            return refuse("bad_experiment", f"experiment refused: {exc}")
+        if runner is None:  # defined already, with this experiment
+            return None
+        self.release.heard_now(config.stream)
+        self.checkpoints.changed(config.stream)
         self.counts["experiments"] += 1
         log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
-        if self.checkpoints:  # before any output: a successor always finds where outputs start
+        if self.checkpoints.enabled:  # before any output: a successor finds where outputs start
             self.checkpoint()
-        for src, event, _, position in self.parked.pop(config.stream, []):
-            self._push(runner, src, event, getattr(self.names, src), position)
+        for parked in self.parking.take(config.stream):
+            topic_of = getattr(self.names, parked.kind)
+            self._push(runner, parked.kind, parked.event, topic_of, parked.position)
+        return None
 
     def _route(
-        self, kind: str, event: InputEvent, topic: str, partition: int, offset: int, index: int
+        self, kind: str, event: InputEvent, topic: str, position: tuple[int, int, int]
     ) -> None:
-        runner = self._restored(event.stream)
-        if runner is None:
-            parked = self.parked.setdefault(event.stream, [])
-            if sum(len(p) for p in self.parked.values()) >= self.park_limit:
-                self._deadletter(
-                    "unknown_stream",
-                    f"no experiment defines stream {event.stream!r}",
-                    topic,
-                    partition,
-                    offset,
-                    event.to_dict(),
-                    event.stream,
-                )
-                return
-            parked.append((kind, event, time.monotonic(), (partition, offset, index)))
-            return
-        self._push(runner, kind, event, topic, (partition, offset, index))
+        runner = self._runner(event.stream)
+        if runner is not None:
+            self._push(runner, kind, event, topic, position)
+        elif not self.parking.park(kind, event, position):
+            self._unknown(event, topic, position)
+
+    def _unknown(self, event: InputEvent, topic: str, position: tuple[int, int, int]) -> None:
+        """Deadletter an event of a stream no experiment defines."""
+        self.publisher.deadletter(
+            "unknown_stream",
+            f"no experiment defines stream {event.stream!r}",
+            topic,
+            position[0],
+            position[1],
+            event.to_dict(),
+            event.stream,
+        )
 
     def _push(
         self,
@@ -282,152 +216,36 @@ class StreamWorker:
         position: tuple[int, int, int],
     ) -> None:
         outputs, rejections = runner.push(kind, event, position)
-        self.heard.setdefault(event.stream, {})[kind] = time.monotonic()
-        self._publish(outputs, runner)
-        for r in rejections:
-            self._reject(r, topic, position[0], position[1])
-        self.dirty.add(event.stream)
-        self.since_checkpoint += 1
+        self.release.heard_on(event.stream, kind)
+        self._emit(event.stream, runner, outputs, rejections, topic, position[:2])
+        self.checkpoints.changed(event.stream, events=1)
         self.counts["events"] += 1
-        self._conclude(event.stream, runner)
 
-    def _conclude(self, stream: str, runner: StreamRunner) -> None:
-        """Publish the stream's results once it finished, or its failure once it failed."""
-        if stream in self.published_results:
+    def _emit(
+        self,
+        stream: str,
+        runner: StreamRunner,
+        outputs: list[Output],
+        rejections: list[Rejection],
+        topic: str,
+        source: tuple[int, int],
+    ) -> None:
+        """Publish what ``runner`` made of an input, deadletter what it rejected, and its
+        results (or failure) once it finished (or failed)."""
+        self.publisher.publish(outputs, runner)
+        self.history.record(outputs)
+        for r in rejections:
+            self._reject(r, topic, *source)
+        if stream in self.streams.concluded:
             return
         if runner.finished:
-            self._publish_results(stream, runner)
+            self.publisher.publish_results(stream, runner)
         elif runner.failed is not None:
-            self._publish_failure(stream, runner)
-
-    # -- output ---------------------------------------------------------------------------
-
-    def _produce(self, topic: str, key: str, value: dict[str, Any]) -> None:
-        self._produce_raw(topic, key, encode(clean(value)))
-
-    def _produce_raw(self, topic: str, key: str, data: bytes) -> None:
-        while True:
-            try:
-                self.producer.produce(topic, data, key.encode("utf-8"), on_delivery=self._delivered)
-                break
-            except BufferError:
-                self.producer.poll(0.05)
-
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.counts["delivery_errors"] += 1
-            if len(self.delivery_errors) < 20:
-                self.delivery_errors.append(f"{msg.topic()}: {err}")
-            return
-        offset = msg.offset()
-        if offset is not None and offset >= 0:
-            self.positions.delivered(msg.topic(), msg.partition(), offset)
-
-    def _publish(self, outputs: list[Output], runner: StreamRunner) -> None:
-        """Produce ``outputs`` of ``runner`` (numbered from ``runner.n_outputs - len``).
-
-        Predictions are collected and published in bulk by :meth:`flush_predictions`
-        (one message per input message, at most :data:`PREDICTIONS_PER_MESSAGE` each);
-        the other outputs are produced one message each, at once.
-        """
-        seq = runner.n_outputs - len(outputs)
-        for out in outputs:
-            if type(out) is PredictionEvent:
-                self._collect_prediction(out, seq, runner)
-            elif isinstance(out, MetricSnapshot):
-                self._produce_output("metrics", out.stream, out.to_dict(), seq, runner)
-            elif isinstance(out, DriftEvent):
-                self._produce_output("drift", out.stream, out.to_dict(), seq, runner)
-            seq += 1
-        self.history.record(outputs)
-        if outputs:
-            self.producer.poll(0)
-
-    def _collect_prediction(self, out: PredictionEvent, seq: int, runner: StreamRunner) -> None:
-        value = out.to_dict()
-        y = value["y_pred"]
-        if type(y) is float and y - y != 0.0:  # NaN/infinity: null on the wire
-            value["y_pred"] = None
-        value["seq"] = seq
-        emitted = self.emitted.get(out.stream)
-        if emitted and seq <= emitted.get("predictions", -1):
-            value["duplicate"] = True
-            runner.n_duplicates_marked += 1
-        pending = self.pending_predictions.get(out.stream)
-        if pending is None:
-            self.pending_predictions[out.stream] = [value]
+            self.publisher.publish_failure(stream, runner)
         else:
-            pending.append(value)
-
-    def flush_predictions(self) -> None:
-        """Produce the collected predictions: a JSON array per stream and chunk, in seq order."""
-        if not self.pending_predictions:
             return
-        topic = self.output_topics["predictions"]
-        for stream, values in self.pending_predictions.items():
-            for i in range(0, len(values), PREDICTIONS_PER_MESSAGE):
-                self._produce_raw(topic, stream, encode(values[i : i + PREDICTIONS_PER_MESSAGE]))
-        self.pending_predictions = {}
-        self.producer.poll(0)
-
-    def _produce_output(
-        self, kind: str, stream: str, value: dict[str, Any], seq: int, runner: StreamRunner
-    ) -> None:
-        """Produce one numbered output; flag it if a crashed worker had delivered it already."""
-        value["seq"] = seq
-        emitted = self.emitted.get(stream)
-        if emitted and seq <= emitted.get(kind, -1):
-            value["duplicate"] = True
-            runner.n_duplicates_marked += 1
-        self._produce(self.output_topics[kind], stream, value)
-
-    def _publish_results(self, stream: str, runner: StreamRunner) -> None:
-        self.flush_predictions()  # every prediction is on its way before the results
-        results = runner.results()
-        results["ingest"] = runner.ingest_counts()
-        seq = runner.take_seq()
-        results["runtime"] = {
-            "driver": "worker",
-            "outputs": runner.n_outputs,
-            "duplicates_marked": runner.n_duplicates_marked
-            + int(seq <= self.emitted.get(stream, {}).get("metrics", -1)),
-            "restores": runner.n_restores,
-        }
-        value = {
-            "stream": stream,
-            "kind": "results",
-            "n_labelled": results["n_labelled"],
-            "ts": runner.experiment.last_ts,
-            "results": results,
-        }
-        self._publish_last(stream, runner, value, seq)
-
-    def _publish_failure(self, stream: str, runner: StreamRunner) -> None:
-        """Tell the metrics topic that ``stream`` stopped, in place of its results.
-
-        No results document is made of a half-updated experiment; this notice
-        lets whoever waits for the results (``run --dashboard``, a user's
-        consumer) stop waiting and find the event that failed in the deadletter
-        topic.
-        """
-        self.flush_predictions()
-        value = {
-            "stream": stream,
-            "kind": "failed",
-            "n_labelled": runner.experiment.n_labelled,
-            "ts": runner.experiment.last_ts,
-            "error": runner.failed,
-            "deadletter": self.names.deadletter,
-        }
-        self._publish_last(stream, runner, value, runner.take_seq())
-
-    def _publish_last(
-        self, stream: str, runner: StreamRunner, value: dict[str, Any], seq: int
-    ) -> None:
-        """The stream's last output (its results or its failure) on the metrics topic."""
-        self._produce_output("metrics", stream, value, seq, runner)
-        self.published_results.add(stream)
-        self.since_checkpoint = max(self.since_checkpoint, self.checkpoint_every)  # save now
+        self.streams.concluded.add(stream)
+        self.checkpoints.soon()
 
     def _reject(self, r: Rejection, topic: str, partition: int, offset: int) -> None:
         """Deadletter a rejection, named by the message that carried the event when known."""
@@ -435,64 +253,29 @@ class StreamWorker:
             topic, partition, offset = getattr(self.names, r.source[0]), r.source[1], r.source[2]
         if r.kind == "experiment_error":
             log.error("stream %s stopped: %s", r.event.stream, r.reason)
-        self._deadletter(
+        self.publisher.deadletter(
             r.kind, r.reason, topic, partition, offset, r.event.to_dict(), r.event.stream
         )
-
-    def _deadletter(
-        self,
-        kind: str,
-        reason: str,
-        topic: str,
-        partition: int,
-        offset: int,
-        payload: Any,
-        key: Any,
-    ) -> None:
-        if isinstance(payload, dict):
-            payload = encode(clean(payload)).decode("utf-8")
-        if isinstance(key, bytes):
-            key = key.decode("utf-8", errors="replace")
-        record = deadletter_record(
-            reason,
-            kind=kind,
-            topic=topic,
-            partition=partition,
-            offset=offset,
-            payload=payload,
-            key=key,
-            ts=time.time(),
-        )
-        self._produce(self.names.deadletter, key or "", record)
-        self.counts[f"deadletter_{kind}"] += 1
 
     # -- checkpoints and housekeeping -----------------------------------------------------
 
     def checkpoint_due(self) -> bool:
-        return self.since_checkpoint >= self.checkpoint_every
+        return self.checkpoints.due()
 
     def checkpoint(self) -> None:
         """Flush every output, then save every stream changed since the last checkpoint."""
-        self.flush_predictions()
-        self.producer.flush(30)
-        for stream in sorted(self.dirty):
+        self.publisher.flush_predictions()
+        self.publisher.producer.flush(30)  # the output positions, up to date
+        for stream in sorted(self.checkpoints.dirty):
             runner = self.runners.get(stream)
             if runner is None:
                 continue
-            cid = self.checkpoint_ids.get(stream, 0) + 1
-            runner.output_marks = self.positions.marks(stream, self.output_topics)
-            blob, signature = dumps(runner, self.key)
-            for part in to_messages(stream, cid, blob, signature):
-                self._produce(self.names.checkpoints, stream, part)
-            self.checkpoint_ids[stream] = cid
-        remaining = self.producer.flush(30)
-        if remaining or self.delivery_errors:
-            raise RuntimeError(
-                f"outputs not delivered ({remaining} queued): " + "; ".join(self.delivery_errors)
-            )
+            runner.output_marks = self.publisher.marks(stream)
+            for part in self.checkpoints.parts(stream, runner):
+                self.publisher.produce(self.names.checkpoints, stream, part)
+        self.publisher.confirm(30)
         self.counts["checkpoints"] += 1
-        self.dirty.clear()
-        self.since_checkpoint = 0
+        self.checkpoints.saved()
 
     def idle_seconds(self) -> float:
         return time.monotonic() - self.last_event
@@ -500,100 +283,30 @@ class StreamWorker:
     @property
     def can_ack(self) -> bool:
         """Acks may advance only when nothing waits outside a checkpointed runner."""
-        return not self.parked
+        return not self.parking
 
     def tick(self) -> None:
-        """Periodic housekeeping: idle release, parked timeouts, producer callbacks."""
-        now = time.monotonic()
-        for stream, items in list(self.parked.items()):
-            if items and now - items[0][2] > self.park_timeout:
-                for kind, event, _, position in items:
-                    self._deadletter(
-                        "unknown_stream",
-                        f"no experiment defines stream {stream!r}",
-                        getattr(self.names, kind),
-                        position[0],
-                        position[1],
-                        event.to_dict(),
-                        stream,
-                    )
-                del self.parked[stream]
-        reading = self.idle.reading_for(now)
-        for stream, runner in self.runners.items():
-            if runner.finished or runner.failed is not None or not runner.merger.n_waiting:
-                self.queued_since.pop(stream, None)  # a queue that fills again starts anew
-                continue
-            for topic, other in ((FEATURES, LABELS), (LABELS, FEATURES)):
-                waited, silent = self._idle_wait(stream, topic, other, now, reading)
-                if min(waited, silent) <= self.idle_timeout:
-                    continue
-                log.warning(
-                    "stream %s: nothing of it on the %s topic for %.1f s (idle timeout %.1f s):"
-                    " releasing its %d queued %s events without waiting for that topic",
-                    stream,
-                    other,
-                    silent,
-                    self.idle_timeout,
-                    runner.merger.n_queued(topic),
-                    topic,
-                )
-                outputs, rejections = runner.release_idle(topic)
-                self.queued_since.get(stream, {}).pop(topic, None)
-                self._publish(outputs, runner)
-                for r in rejections:
-                    self._reject(r, getattr(self.names, topic), -1, -1)
-                self.dirty.add(stream)
-                self._conclude(stream, runner)  # an event released here may have failed
-        self.flush_predictions()
-        self.producer.poll(0)
-
-    def _heard_now(self, stream: str) -> None:
-        """A stream was defined or restored: its silence on both topics counts from now."""
-        now = time.monotonic()
-        self.heard[stream] = {FEATURES: now, LABELS: now}
-
-    def _idle_wait(
-        self, stream: str, topic: str, other: str, now: float, reading: float
-    ) -> tuple[float, float]:
-        """For ``stream``'s events queued on ``topic``: how long the queue has been
-        waiting (since the housekeeping tick that first saw it non-empty), and how long
-        ``other`` has brought nothing of the stream; both counted only while the worker
-        could read (``reading``, :meth:`IdleClock.reading_for`).
-
-        The idle release needs both beyond ``--idle-timeout``: an event waits at most
-        that long for a silent topic (a live stream whose labels come rarely still
-        gets its first predictions), and never while the other topic is bringing
-        events of the stream (a replay keeps its order, however busy the worker).
-        """
-        queued = self.queued_since.setdefault(stream, {})
-        if not self.runners[stream].merger.n_queued(topic):
-            queued.pop(topic, None)
-            return 0.0, 0.0
-        since = queued.setdefault(topic, now)  # first seen queued at this tick
-        last = self.heard.setdefault(stream, {}).setdefault(other, now)
-        return min(now - since, reading), min(now - last, reading)
+        """Periodic housekeeping: parked timeouts, idle release, producer callbacks."""
+        for _, items in self.parking.expired():
+            for parked in items:
+                self._unknown(parked.event, getattr(self.names, parked.kind), parked.position)
+        for stream, runner, topic, _ in self.release.due(self.runners):
+            outputs, rejections = runner.release_idle(topic)
+            self._emit(stream, runner, outputs, rejections, getattr(self.names, topic), (-1, -1))
+            self.checkpoints.changed(stream)
+        self.publisher.flush_predictions()
+        self.publisher.producer.poll(0)
 
     @property
     def healthy(self) -> bool:
         """False once an output was not delivered (``/health`` then answers 503)."""
-        return not self.counts["delivery_errors"]
+        return self.publisher.healthy
 
     def status(self) -> dict[str, Any]:
         """What the health endpoint and the logs show."""
         return {
             "healthy": self.healthy,
-            "streams": {
-                s: {
-                    "n_labelled": r.experiment.n_labelled,
-                    "pending": len(r.experiment.buffer),
-                    "finished": r.finished,
-                    "failed": r.failed,
-                    "outputs": r.n_outputs,
-                    "duplicates_marked": r.n_duplicates_marked,
-                    **r.ingest_counts(),
-                }
-                for s, r in self.runners.items()
-            },
-            "parked": {s: len(v) for s, v in self.parked.items()},
+            "streams": self.streams.status(),
+            "parked": self.parking.sizes(),
             "counts": dict(self.counts),
         }

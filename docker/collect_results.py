@@ -26,17 +26,13 @@ from pathlib import Path
 from typing import Any
 
 
-class StreamFailed(RuntimeError):
-    """The worker stopped the stream (a ``failed`` notice on the metrics topic)."""
-
-
 def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
     """The results document of ``stream`` from the metrics topic, or ``None`` at the timeout;
-    raises :class:`StreamFailed` when the worker says the stream failed."""
+    raises :class:`~streameval.agents.codec.StreamFailed` when the worker says it failed."""
     from confluent_kafka import Consumer
+    from streameval.agents.codec import parse, stream_outcome
     from streameval.agents.config import KafkaSettings
     from streameval.agents.topics import TopicNames
-    from streameval.agents.worker import failure_text
 
     settings = KafkaSettings.from_env()
     topic = TopicNames.for_prefix(settings.topic_prefix).metrics
@@ -56,17 +52,11 @@ def wait_for_results(stream: str, timeout: float) -> dict[str, Any] | None:
             if msg is None or msg.error():
                 continue
             try:
-                value = json.loads(msg.value())
-            except (TypeError, ValueError):
+                results = stream_outcome(parse(msg.value()), stream)
+            except ValueError:  # not JSON (StreamFailed is no ValueError: it goes up)
                 continue
-            if not isinstance(value, dict) or value.get("stream") != stream:
-                continue
-            if value.get("kind") == "results":
-                return value["results"]
-            if value.get("kind") == "failed":
-                raise StreamFailed(
-                    failure_text(stream, value.get("error"), value.get("deadletter"))
-                )
+            if results is not None:
+                return results
         return None
     finally:
         consumer.close()
@@ -90,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--timeout", type=float, default=3600.0, help="seconds to wait (default 3600)"
     )
     args = parser.parse_args(argv)
+    from streameval.agents.codec import StreamFailed
+
     try:
         results = wait_for_results(args.stream, args.timeout)
     except StreamFailed as exc:

@@ -8,15 +8,15 @@ One JSON Schema (draft 2020-12) per topic kind lives next to this module
 
 Wire conventions
 ----------------
+(The encoding and decoding themselves are :mod:`streameval.agents.codec`'s.)
+
 * Value: one UTF-8 JSON object per message (compact separators), key: the
   stream id as UTF-8 bytes. At most :data:`MAX_MESSAGE_BYTES` per value.
   Features, labels and predictions messages may instead be packed: a JSON
-  array of such objects (at most :data:`MAX_PACKED_EVENTS`), read with
-  :func:`decode_events`.
-* JSON has no NaN or infinity: :func:`decode` rejects the non-standard
-  ``NaN``/``Infinity`` tokens Python would otherwise accept; a producer leaves a
+  array of such objects.
+* JSON has no NaN or infinity: every kind rejects them (and an integer literal
+  beyond the range of a double, which counts as infinite); a producer leaves a
   missing feature value out of ``x`` and writes ``null`` for an undefined metric.
-  An integer literal beyond the range of a double counts as infinite, too.
 * Strings must be encodable as UTF-8: a lone surrogate escape (``"\\ud800"``) is
   refused, since nothing carrying it (an output, a deadletter record) could be
   written back. Nesting deeper than Python's recursion limit is refused as well.
@@ -36,10 +36,10 @@ JSON-decoded message (``tests/test_schemas.py`` checks that on a corpus of
 valid and invalid messages); the other kinds use jsonschema with compiled
 validators cached. ``validate(kind, msg, reference=True)`` forces jsonschema.
 
->>> decode("labels", b'{"stream":"s","id":"7","ts":3.0,"y":"UP","seq":12}')
-({'stream': 's', 'id': '7', 'ts': 3.0, 'y': 'UP', 'seq': 12}, None)
->>> decode("labels", b'{"stream":"s","id":"7","ts":3.0,"seq":12}')
-(None, "missing property 'y'")
+>>> validate("labels", {"stream": "s", "id": "7", "ts": 3.0, "y": "UP", "seq": 12}) is None
+True
+>>> validate("labels", {"stream": "s", "id": "7", "ts": 3.0, "seq": 12})
+"missing property 'y'"
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ import functools
 import json
 import math
 import numbers
-import re
 import sys
 from collections.abc import Callable
 from importlib import resources
@@ -83,9 +82,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "PAYLOAD_LIMIT",
     "deadletter_record",
-    "decode",
-    "encode",
-    "is_end_marker",
+    "reason_text",
     "schema",
     "validate",
 ]
@@ -162,7 +159,8 @@ def _path(parts: Any) -> str:
     return out
 
 
-def _short(text: str) -> str:
+def reason_text(text: str) -> str:
+    """``text`` cut to the length a reason is kept at (deadletter records count by it)."""
     return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 3] + "..."
 
 
@@ -193,7 +191,7 @@ def validate_reference(kind: str, message: Any) -> str | None:
     error = None if validator.is_valid(message) else best_match(validator.iter_errors(message))
     if error is not None:
         where = _path(error.absolute_path)
-        return _short(f"{where}: {error.message}" if where else error.message)
+        return reason_text(f"{where}: {error.message}" if where else error.message)
     bad = _non_finite(message)
     if bad:
         return f"{bad}: NaN/infinity is not allowed"
@@ -291,7 +289,9 @@ def check_features(message: Any) -> str | None:
         if t is str or (t is float and v - v == 0.0):
             pass
         elif not (isinstance(v, str) or _is_number(v)):
-            return _short(f"x.{k}: must be a finite number or a string (leave missing values out)")
+            return reason_text(
+                f"x.{k}: must be a finite number or a string (leave missing values out)"
+            )
         if type(k) is not str or not k:
             return "x: feature names must be non-empty strings"
     return None
@@ -387,141 +387,6 @@ def validate(topic_kind: str, message: Any, *, reference: bool = False) -> str |
     return validate_reference(topic_kind, message)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-#: A ``\\uD800``-``\\uDFFF`` escape: the only way a lone surrogate gets into a parsed
-#: string (strict UTF-8 input cannot carry one). A lone one cannot be encoded again.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
-_NOT_UTF8 = "invalid unicode: a lone surrogate (\\ud800-\\udfff escape) cannot be UTF-8"
-
-
-def _not_utf8(value: Any) -> bool:
-    """True if ``value`` holds a string (or key) that cannot be encoded as UTF-8."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _parse(raw: bytes | bytearray | memoryview | str | None) -> tuple[Any, str | None, bool]:
-    """``(value, None, may_hold_surrogates)`` or ``(None, reason, False)``."""
-    if raw is None or len(raw) == 0:
-        return None, "empty message", False
-    size = len(raw)
-    if size > MAX_MESSAGE_BYTES:
-        return None, f"too large ({size} bytes > {MAX_MESSAGE_BYTES})", False
-    try:
-        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
-        value = _DECODER.decode(text)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, _short(f"invalid JSON: {exc}"), False
-    except RecursionError:
-        return None, "invalid JSON: nested too deeply", False
-    return value, None, _SURROGATE_ESCAPE.search(text) is not None
-
-
-def _validate_item(topic_kind: str, item: Any, surrogates: bool) -> str | None:
-    try:
-        if surrogates and _not_utf8(item):
-            return _NOT_UTF8
-        return validate(topic_kind, item)
-    except RecursionError:
-        return "nested too deeply"
-
-
-def decode(
-    topic_kind: str, raw: bytes | bytearray | memoryview | str | None
-) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse and validate one message value: ``(message, None)`` or ``(None, reason)``.
-
-    Reasons are short and stable enough to count by: ``empty message``,
-    ``too large (N bytes)``, ``invalid JSON: ...``, ``not a JSON object``,
-    ``invalid unicode: ...`` (a lone surrogate escape), or the schema violation.
-    """
-    message, reason, surrogates = _parse(raw)
-    if reason is not None:
-        return None, reason
-    if type(message) is not dict:
-        return None, "not a JSON object"
-    reason = _validate_item(topic_kind, message, surrogates)
-    if reason is not None:
-        return None, reason
-    return message, None
-
-
-#: Most events one packed message may carry.
-MAX_PACKED_EVENTS = 10_000
-
-
-def decode_events(
-    topic_kind: str, raw: bytes | bytearray | memoryview | str | None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Parse a message that carries one event or a packed array of events.
-
-    For the features and labels topics (packed replay messages) and the
-    predictions topic (the worker publishes a JSON array of predictions per
-    input message, each with its own ``seq`` and ``duplicate`` flag).
-
-    Returns the valid events and one reason per invalid one (``"[i] reason"``
-    for an element of a packed array). A message that is not JSON at all, or
-    an array that is too long, gives one reason and no events.
-
-    >>> decode_events("labels", b'[{"stream":"s","id":"1","ts":0,"y":"a","seq":0},{"x":1}]')
-    ([{'stream': 's', 'id': '1', 'ts': 0, 'y': 'a', 'seq': 0}], ["[1] missing property 'id'"])
-    """
-    value, reason, surrogates = _parse(raw)
-    if reason is not None:
-        return [], [reason]
-    if type(value) is dict:
-        reason = _validate_item(topic_kind, value, surrogates)
-        return ([value], []) if reason is None else ([], [reason])
-    if type(value) is not list:
-        return [], ["not a JSON object or array of objects"]
-    if len(value) > MAX_PACKED_EVENTS:
-        return [], [f"packed message of {len(value)} events > {MAX_PACKED_EVENTS}"]
-    events: list[dict[str, Any]] = []
-    reasons: list[str] = []
-    for i, item in enumerate(value):
-        if type(item) is not dict:
-            reasons.append(f"[{i}] not a JSON object")
-            continue
-        reason = _validate_item(topic_kind, item, surrogates)
-        if reason is None:
-            events.append(item)
-        else:
-            reasons.append(f"[{i}] {reason}")
-    return events, reasons
-
-
-def encode(message: dict[str, Any] | list[Any]) -> bytes:
-    """The wire form of ``message``: compact UTF-8 JSON; raises ``ValueError`` on NaN/infinity.
-
-    >>> encode({"stream": "s", "x": {"a": 1.5}})
-    b'{"stream":"s","x":{"a":1.5}}'
-    """
-    return json.dumps(
-        message, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_default
-    ).encode("utf-8")
-
-
-def _default(value: Any) -> Any:
-    """JSON fallback for numpy scalars and other objects with ``.item()``/``.tolist()``."""
-    for attr in ("item", "tolist"):
-        method = getattr(value, attr, None)
-        if callable(method):
-            return method()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def is_end_marker(message: dict[str, Any]) -> bool:
-    """True for a (valid) end-of-stream marker on the features or labels topic."""
-    return message.get("end") is True
-
-
 def deadletter_record(
     reason: str,
     *,
@@ -561,7 +426,7 @@ def deadletter_record(
         "partition": int(partition),
         "offset": int(offset),
         "payload": text[:PAYLOAD_LIMIT],
-        "error": None if error is None else _short(str(error) or type(error).__name__),
+        "error": None if error is None else reason_text(str(error) or type(error).__name__),
         "truncated": truncated,
         "payload_bytes": size,
     }

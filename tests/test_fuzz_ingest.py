@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streameval.agents.codec import decode, decode_events, encode
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import PackedMessages
 from streameval.agents.topics import TopicNames
@@ -34,7 +35,6 @@ from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
 from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, clean
 from streameval.pipeline.runner import StreamRunner
-from streameval.schemas import decode, decode_events, encode
 
 from streameval import schemas
 
@@ -109,7 +109,7 @@ class Harness:
 
     def finish(self) -> None:
         """What the housekeeping timer does, with every parked event timed out."""
-        self.worker.park_timeout = -1.0
+        self.worker.parking.timeout = -1.0
         self.worker.tick()
 
     def deadletters(self) -> list[dict[str, Any]]:
@@ -146,7 +146,7 @@ class Harness:
             for d in self.deadletters()
             if d["kind"] == "unknown_stream"
         )
-        assert not w.parked
+        assert not w.parking
         for stream, n in self.valid_events.items():
             if stream not in w.runners:
                 assert unknown[stream] == n, stream
@@ -417,7 +417,7 @@ def test_worker_survives_any_input_and_accounts_for_every_event(
             kind, raw, offset = sent[i]
             h.send(kind, raw, b"victim", offset=offset)
     if idle_release:  # a silent topic: what is queued passes without the exact order
-        h.worker.idle_timeout = -1.0
+        h.worker.release.timeout = -1.0
         h.worker.tick()
     end = encode({"stream": "victim", "end": True, "ts": 1e9, "seq": 10**6, "n_events": 0})
     h.send("features", end, b"victim")
@@ -464,8 +464,8 @@ def _features(stream: str, i: int) -> bytes:
 def _age(h: Harness, stream: str, labels_silent: float, queued: float) -> None:
     """Pretend ``stream``'s labels topic has been silent, and its features queued, so long."""
     now = time.monotonic()
-    h.worker.heard[stream]["labels"] = now - labels_silent
-    h.worker.queued_since.setdefault(stream, {})["features"] = now - queued
+    h.worker.release.heard[stream]["labels"] = now - labels_silent
+    h.worker.release.queued_since.setdefault(stream, {})["features"] = now - queued
 
 
 def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
@@ -475,7 +475,7 @@ def test_idle_release_counts_only_silence_the_worker_could_have_read() -> None:
     for i in range(3):  # features, and the label topic silent: they wait for it
         h.send("features", _features("s", i))
     merger = h.worker.runners["s"].merger
-    clock = h.worker.idle
+    clock = h.worker.release.clock
     now = time.monotonic()
     clock.resumed_at = now - 100.0  # reading all along
     _age(h, "s", labels_silent=4.0, queued=4.0)  # less than the timeout: nothing passes
@@ -508,14 +508,14 @@ def test_idle_release_is_per_stream_and_waits_for_a_topic_that_still_brings_even
     for i in range(3):
         h.send("features", _features("live", i))
         h.send("features", _features("lagging", i))
-    h.worker.idle.resumed_at = time.monotonic() - 100.0
+    h.worker.release.clock.resumed_at = time.monotonic() - 100.0
     _age(h, "live", labels_silent=6.0, queued=6.0)  # no label of it for 6 s
     _age(h, "lagging", labels_silent=1.0, queued=60.0)  # a label of it 1 s ago
     for i in range(3):  # the busy stream goes on: the worker as a whole never falls silent
         h.send("features", _features("busy", i))
         h.send("labels", encode({"stream": "busy", "id": str(i), "ts": float(i), "y": "a",
                                  "seq": 2 * i + 1}))  # fmt: skip
-    assert h.worker.idle.silent_for() < 1.0
+    assert h.worker.release.clock.silent_for() < 1.0
     h.worker.tick()
     live, lagging = h.worker.runners["live"].merger, h.worker.runners["lagging"].merger
     assert live.n_waiting == 0 and live.n_idle_released == 3
@@ -530,7 +530,7 @@ def test_idle_release_is_per_stream_and_waits_for_a_topic_that_still_brings_even
     h.worker.tick()
     assert live.n_waiting == 1 and live.n_idle_released == 3
     # a stream restored with a queue and never heard of again: its wait counts from then
-    del h.worker.queued_since["live"], h.worker.heard["live"]
+    del h.worker.release.queued_since["live"], h.worker.release.heard["live"]
     h.worker.tick()
     assert live.n_waiting == 1
     _age(h, "live", labels_silent=6.0, queued=6.0)
@@ -703,10 +703,10 @@ def test_a_stream_that_fails_on_an_idle_released_event_says_so() -> None:
     h.send("features", _features("s", 0))
     h.send("labels", encode({"stream": "s", "id": "0", "ts": 0.5, "y": "boom", "seq": 1}))
     assert runner.merger.n_queued("labels") == 1  # waits for the features topic to pass 0.5
-    h.worker.idle.resumed_at = time.monotonic() - 100.0
+    h.worker.release.clock.resumed_at = time.monotonic() - 100.0
     now = time.monotonic()
-    h.worker.heard["s"]["features"] = now - 6.0
-    h.worker.queued_since.setdefault("s", {})["labels"] = now - 6.0
+    h.worker.release.heard["s"]["features"] = now - 6.0
+    h.worker.release.queued_since.setdefault("s", {})["labels"] = now - 6.0
     h.worker.tick()
     assert runner.failed == "ValueError: cannot learn boom"
     [notice] = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
@@ -1066,9 +1066,9 @@ def test_predictions_are_published_in_bulk_each_with_its_own_seq(
     """One predictions message per input message (a JSON array, split at the size cap), and the
     arrays laid end to end are exactly the predictions a runner fed the schedule makes, seq by
     seq: bulk publishing changes the wire layout, not what is published nor its order."""
-    import streameval.agents.worker
+    import streameval.agents.publish
 
-    monkeypatch.setattr(streameval.agents.worker, "PREDICTIONS_PER_MESSAGE", per_message)
+    monkeypatch.setattr(streameval.agents.publish, "PREDICTIONS_PER_MESSAGE", per_message)
     e = electricity(data_dir)
     h = Harness(checkpoint_every=10**9)
     h.send("experiments", encode(e.config.to_dict()), b"valid")

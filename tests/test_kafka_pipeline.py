@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from streameval.agents.codec import encode
 from streameval.agents.replay import PackedMessages, replay
 from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
@@ -27,7 +28,6 @@ from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent,
 from streameval.pipeline.merge import FEATURES, LABELS, topic_of
 from streameval.pipeline.report.curves import curves_from_snapshots
 from streameval.pipeline.runner import StreamRunner
-from streameval.schemas import encode
 
 from streameval.cli.kafka import (
     ResultsWaiter,

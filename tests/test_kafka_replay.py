@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa: F401
+from streameval.agents import codec
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import ReplayError, replay
 from streameval.agents.topics import TopicNames, ensure_topics
@@ -21,8 +22,6 @@ from streameval.pipeline.events import (
     LabelEvent,
     event_from_dict,
 )
-
-from streameval import schemas
 
 pytestmark = pytest.mark.kafka
 
@@ -107,7 +106,7 @@ def test_replay_round_trip(kafka_settings: KafkaSettings, kafka_prefix: str) -> 
     last_seq: dict[tuple[str, int], int] = {}
     for m in msgs:
         kind = "features" if m.topic() == names.features else "labels"
-        message, reason = schemas.decode(kind, m.value())
+        message, reason = codec.decode(kind, m.value())
         assert reason is None, reason
         assert message is not None
         event = event_from_dict(message)

@@ -33,6 +33,7 @@ from streameval.agents.checkpoint import (
     sign,
     to_messages,
 )
+from streameval.agents.codec import encode
 from streameval.agents.config import KafkaSettings, redact_config
 from streameval.agents.worker import StreamWorker
 from streameval.pipeline.config import ExperimentConfig
@@ -41,7 +42,6 @@ from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.learners.spec import build_learner
 from streameval.pipeline.runner import StreamRunner
 from streameval.pipeline.spec import SpecError
-from streameval.schemas import encode
 
 KEY = b"test-checkpoint-key-0123456789abcdef"
 SECRET = "pa55-Sekret-7f3a"  # a SASL password that must never be printed
@@ -128,7 +128,7 @@ def test_experiment_with_a_spec_off_the_allow_list_is_refused_and_imports_nothin
     w.handle(
         "features", encode({"stream": "s", "id": "1", "ts": 0, "x": {"a": 1}, "seq": 0}), b"s", 0, 0
     )
-    w.park_timeout = -1.0
+    w.parking.timeout = -1.0
     w.tick()
     assert [d["kind"] for d in deadletters(producer)] == ["bad_experiment", "unknown_stream"]
 
@@ -399,7 +399,7 @@ BOMB_SCRIPT = textwrap.dedent(
     from streameval.agents.config import KafkaSettings
     from streameval.agents.worker import StreamWorker
     from streameval.pipeline.events import FeatureEvent, LabelEvent
-    from streameval.schemas import encode
+    from streameval.agents.codec import encode
 
     class Producer:
         def __init__(self): self.kinds = []

@@ -70,8 +70,9 @@ def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     """Write ``config`` to the compacted experiments topic (key = stream id)."""
     from confluent_kafka import Producer
 
+    from streameval.agents.codec import encode
     from streameval.agents.topics import TopicNames
-    from streameval.schemas import encode, validate
+    from streameval.schemas import validate
 
     message = config.to_dict()
     reason = validate("experiments", message)
@@ -173,8 +174,11 @@ class ResultsWaiter:
 
         Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`RuntimeError`
         when ``alive()`` turns false while nothing comes or when the worker says an
-        awaited stream failed (a ``failed`` notice). Closes the consumer.
+        awaited stream failed (:class:`~streameval.agents.codec.StreamFailed`, a ``failed``
+        notice). Closes the consumer.
         """
+        from streameval.agents.codec import parse, stream_outcome
+
         waiting = set(self.streams if streams is None else streams)
         done: dict[str, tuple[float, dict[str, Any]]] = {}
         deadline = time.monotonic() + timeout
@@ -190,19 +194,17 @@ class ResultsWaiter:
                     continue
                 if msg.error():
                     continue
-                value = json.loads(msg.value())
-                stream = value.get("stream")
+                try:
+                    value = parse(msg.value())
+                except ValueError:
+                    continue
+                stream = value.get("stream") if isinstance(value, dict) else None
                 if stream not in waiting:
                     continue
-                if value.get("kind") == "results":
-                    done[stream] = (time.perf_counter(), value["results"])
+                results = stream_outcome(value, stream)  # StreamFailed on a failure notice
+                if results is not None:
+                    done[stream] = (time.perf_counter(), results)
                     waiting.discard(stream)
-                elif value.get("kind") == "failed":
-                    from streameval.agents.worker import failure_text
-
-                    raise RuntimeError(
-                        failure_text(stream, value.get("error"), value.get("deadletter"))
-                    )
                 else:
                     self.snapshots += 1
             return done
@@ -405,7 +407,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from streameval.agents.app import create_app, run_app
     from streameval.agents.checkpoint import checkpoint_key
-    from streameval.agents.worker import StreamWorker, watched_producer
+    from streameval.agents.publish import watched_producer
+    from streameval.agents.worker import StreamWorker
 
     settings = _settings(args)
     if settings.embedded:
@@ -435,7 +438,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             predictions=not args.no_predictions,
             producer=producer,
         )
-        checkpoints = worker.checkpoint_ids
+        checkpoints = worker.checkpoints.ids
         restored = worker.restore()
         print(
             f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
