@@ -25,13 +25,12 @@ are exactly 0 under any label delay and in every bin.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.diagnostics.ordered import InstanceOrder
 from streameval.pipeline.diagnostics.temporal import TemporalDependence
 from streameval.pipeline.events import (
     DriftEvent,
@@ -47,7 +46,7 @@ from streameval.pipeline.events import (
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.spec import build_learner
-from streameval.pipeline.metrics.comparison import QStatistic, SignedMcNemar
+from streameval.pipeline.pairs import PairwiseComparisons
 from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
 from streameval.pipeline.reeval.summary import weights_preset
@@ -142,18 +141,16 @@ class Experiment:
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
         self._per = NoChange()
         self._maj = Majority()
-        estimators = config.estimators()
-        self._pairs = list(combinations(range(len(self.slots)), 2))
-        self._q = {p: {n: QStatistic(f) for n, f in estimators.items()} for p in self._pairs}
-        self._mcnemar = {
-            p: {n: SignedMcNemar(f) for n, f in estimators.items()} for p in self._pairs
-        }
+        self.pairs = PairwiseComparisons(
+            [s.name for s in self.slots], config.estimators(), classification=self.classification
+        )
         self._first_scores: dict[str, list[float]] = {}
         self.diagnostics = (
             TemporalDependence(max_lag=config.max_lag) if self.classification else None
         )
-        self._diag_next = 0
-        self._diag_waiting: dict[int, Hashable] = {}
+        self._in_order = (
+            InstanceOrder(self.diagnostics.update) if self.diagnostics is not None else None
+        )
         self._weights = weights_preset(config.weights, self.n_bins + 2) if config.reeval else None
         self.n_instances = 0
         self.n_labelled = 0
@@ -439,7 +436,7 @@ class Experiment:
                         alarm.statistic,
                     )
                 )
-        self._compare(errors)
+        self.pairs.update(errors)
         return out
 
     def _learn(self, inst: Any, y: Any) -> None:
@@ -453,7 +450,8 @@ class Experiment:
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
             self.context.forget_before((oldest.at if oldest else inst.at) - self._lags)
-        self._diagnose(inst.at, str(y) if self.classification else y)
+        if self._in_order is not None:  # the diagnostics read the labels in instance order
+            self._in_order.push(inst.at, str(y))
 
     def _reset_alarmed(self) -> None:
         """A learner whose detector alarmed on this label starts afresh: an untrained clone."""
@@ -518,34 +516,10 @@ class Experiment:
         seen.append((history, bins))
         return bins
 
-    def _compare(self, errors: list[float]) -> None:
-        for pair in self._pairs:
-            a, b = errors[pair[0]], errors[pair[1]]
-            if math.isnan(a) or math.isnan(b):
-                continue
-            for q in self._q[pair].values():
-                q.update(a, b)
-            if self.classification:
-                for m in self._mcnemar[pair].values():
-                    m.update(a > 0, b > 0)
-
-    def _diagnose(self, at: int, y: Hashable) -> None:
-        """Feed the diagnostics with labels in *instance* order, whatever the arrival order."""
-        if self.diagnostics is None:
-            return
-        self._diag_waiting[at] = y
-        if len(self._diag_waiting) > 100_000:  # a gap that never fills (evicted instance)
-            self._diag_next = min(self._diag_waiting)
-        while self._diag_next in self._diag_waiting:
-            self.diagnostics.update(self._diag_waiting.pop(self._diag_next))
-            self._diag_next += 1
-
     def _on_end(self, ev: EndOfStream) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
-        if self.diagnostics is not None:
-            for at in sorted(self._diag_waiting):
-                self.diagnostics.update(self._diag_waiting[at])
-            self._diag_waiting.clear()
+        if self._in_order is not None:
+            self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
         self.ended = True
         snapshots = self.snapshots("final")
@@ -591,7 +565,7 @@ class Experiment:
             "classes": list(self.classes),
             "config": config.to_dict(),
             "learners": learners,
-            "comparisons": self._comparisons(),
+            "comparisons": self.pairs.get(),
             "overhead": self._overhead(),
             "counters": dict(self.counters),
         }
@@ -600,15 +574,6 @@ class Experiment:
         if config.snapshot_every:
             doc["curves"] = self.curves.block()
         return clean(doc)
-
-    def _comparisons(self) -> dict[str, Any]:
-        out = {}
-        for i, j in self._pairs:
-            key = f"{self.slots[i].name} vs {self.slots[j].name}"
-            out[key] = {"q": {n: q.get() for n, q in self._q[(i, j)].items()}}
-            if self.classification:
-                out[key]["mcnemar"] = {n: m.get() for n, m in self._mcnemar[(i, j)].items()}
-        return out
 
     def _overhead(self) -> dict[str, Any]:
         """The cost of continuous re-evaluation and the pending buffer's high-water marks."""
