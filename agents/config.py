@@ -95,7 +95,8 @@ ENV_FIELDS: dict[str, str] = {
     "STREAMEVAL_PARTITIONS": "partitions",
 }
 
-_SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password"})
+#: KafkaSettings fields that hold secrets (masked wherever settings are shown).
+SECRET_FIELDS = frozenset({"sasl_password", "ssl_key_password"})
 
 
 class ConfigError(ValueError):
@@ -187,7 +188,7 @@ class KafkaSettings:
             raw = env.get(var)
             if raw is None or raw.strip() == "":
                 continue
-            value: Any = raw if name in _SECRET_FIELDS else raw.strip()
+            value: Any = raw if name in SECRET_FIELDS else raw.strip()
             if name == "partitions":
                 try:
                     value = int(value)
@@ -358,7 +359,7 @@ class KafkaSettings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in _SECRET_FIELDS and value:
+            if f.name in SECRET_FIELDS and value:
                 value = SECRET_MASK
             out[_env_name(f.name)] = value
         out["security_protocol (effective)"] = self.effective_protocol
@@ -375,33 +376,3 @@ def redact_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     return {
         k: (SECRET_MASK if v and ("password" in k or "secret" in k) else v) for k, v in conf.items()
     }
-
-
-def file_sections() -> dict[str, dict[str, Any]]:
-    """The config file's environment-only settings (:mod:`streameval.cli.settings`).
-
-    ``[kafka]`` holds one key per :data:`ENV_FIELDS` entry, named as the
-    :class:`KafkaSettings` field (``bootstrap_servers``, ``sasl_password``, ...);
-    ``[worker] checkpoint_key`` is ``STREAMEVAL_CHECKPOINT_KEY``. A file value is
-    exported to its variable when the variable is unset, so the environment wins
-    and :meth:`KafkaSettings.from_env` reads both. Secrets are masked in
-    ``streameval config show`` as in :meth:`KafkaSettings.redacted`.
-
-    >>> kafka = file_sections()["kafka"]
-    >>> kafka["sasl_password"].env, kafka["sasl_password"].secret, kafka["partitions"].kind
-    ('KAFKA_SASL_PASSWORD', True, <class 'int'>)
-    """
-    from streameval.cli.settings import EnvSetting
-
-    defaults = {f.name: f.default for f in dataclasses.fields(KafkaSettings)}
-    kafka = {
-        name: EnvSetting(
-            env=var,
-            kind=int if name == "partitions" else str,
-            default=defaults[name],
-            secret=name in _SECRET_FIELDS,
-        )
-        for var, name in ENV_FIELDS.items()
-    }
-    worker = {"checkpoint_key": EnvSetting(env="STREAMEVAL_CHECKPOINT_KEY", secret=True)}
-    return {"kafka": kafka, "worker": worker}

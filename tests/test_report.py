@@ -25,11 +25,12 @@ from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.report.curves import CurveRecorder, curves_from_snapshots
 from streameval.pipeline.report.html import (
     REPORT_NAME,
-    add_report_command,
     baseline_role,
     ranking,
     write_report,
 )
+
+from streameval.cli.report import add_report_command
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NUMBER = re.compile(r"^-?[\d,]+(\.\d+)?(e[+-]?\d+)?$")

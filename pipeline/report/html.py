@@ -1,4 +1,4 @@
-"""A self-contained HTML report of a results document: ``streameval report RESULTS.json``.
+"""A self-contained HTML report of a results document (``streameval report RESULTS.json``).
 
 :func:`write_report` writes ``report.html`` and the PNG plots it shows into
 one directory. The HTML embeds every plot as a ``data:image/png;base64`` URI
@@ -27,12 +27,10 @@ document mechanically; ``tests/test_report.py`` does so.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -616,69 +614,4 @@ def write_report(results: dict[str, Any], out_dir: Path) -> Path:
     figures = make_figures(results, out_dir)
     path = out_dir / REPORT_NAME
     path.write_text(render_report(results, figures), encoding="utf-8")
-    return path
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def default_out_dir(results_path: Path) -> Path:
-    """``results/x.json`` -> ``results/x-report``.
-
-    >>> default_out_dir(Path("results/electricity.json")).as_posix()
-    'results/electricity-report'
-    """
-    return results_path.with_name(results_path.stem + "-report")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """``streameval report RESULTS.json [--out DIR]``."""
-    source = Path(args.results)
-    try:
-        results = json.loads(source.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source} is not JSON: {exc}") from exc
-    out_dir = Path(args.out) if args.out else default_out_dir(source)
-    path = write_report(results, out_dir)
-    print(f"report written to {path}")
-    return 0
-
-
-def add_report_command(sub: Any) -> argparse.ArgumentParser:
-    """Add ``streameval report`` to the subcommands ``sub`` (an argparse subparsers action)."""
-    p = sub.add_parser(
-        "report",
-        help="write a self-contained HTML report (and PNG plots) of a results JSON",
-        description="Write DIR/report.html, which embeds its plots and needs no network, and "
-        "the plots as PNG files beside it. Metrics over time need results of a run with "
-        "--snapshot-every N.",
-    )
-    p.add_argument("results", metavar="RESULTS.json", help="a results document (--json FILE)")
-    p.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="output directory (default: RESULTS-report next to the JSON file)",
-    )
-    p.set_defaults(handler=cmd_report)
-    return p
-
-
-def add_report_option(group: Any) -> None:
-    """``--report DIR`` for ``evaluate`` and ``run`` (an argparse parser or argument group)."""
-    group.add_argument(
-        "--report",
-        default=None,
-        metavar="DIR",
-        help="also write the HTML report and its PNG plots into DIR",
-    )
-
-
-def report_from_args(results: dict[str, Any], args: argparse.Namespace) -> Path | None:
-    """Write the report when ``--report DIR`` was given; return its path."""
-    out = getattr(args, "report", None)
-    if not out:
-        return None
-    path = write_report(results, Path(out))
-    print(f"report written to {path}", file=sys.stderr)
     return path

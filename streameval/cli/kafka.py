@@ -10,6 +10,7 @@ worker's results document on the ``metrics`` topic, prints the same tables as
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import logging
@@ -25,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streameval.agents.config import KafkaSettings
+from streameval.agents.config import ENV_FIELDS, SECRET_FIELDS, KafkaSettings
+from streameval.cli.settings import EnvSetting
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,35 @@ def _settings(args: argparse.Namespace) -> KafkaSettings:
     if getattr(args, "bootstrap", None):
         settings = settings.with_bootstrap(args.bootstrap)
     return settings
+
+
+def file_sections() -> dict[str, dict[str, Any]]:
+    """The config file's environment-only settings: the Kafka connection and the checkpoint key.
+
+    ``[kafka]`` holds one key per :data:`~streameval.agents.config.ENV_FIELDS` entry,
+    named as the :class:`~streameval.agents.config.KafkaSettings` field
+    (``bootstrap_servers``, ``sasl_password``, ...); ``[worker] checkpoint_key`` is
+    ``STREAMEVAL_CHECKPOINT_KEY``. A file value is
+    exported to its variable when the variable is unset, so the environment wins
+    and ``KafkaSettings.from_env`` reads both. Secrets are masked in
+    ``streameval config show`` as in ``KafkaSettings.redacted``.
+
+    >>> kafka = file_sections()["kafka"]
+    >>> kafka["sasl_password"].env, kafka["sasl_password"].secret, kafka["partitions"].kind
+    ('KAFKA_SASL_PASSWORD', True, <class 'int'>)
+    """
+    defaults = {f.name: f.default for f in dataclasses.fields(KafkaSettings)}
+    kafka = {
+        name: EnvSetting(
+            env=var,
+            kind=int if name == "partitions" else str,
+            default=defaults[name],
+            secret=name in SECRET_FIELDS,
+        )
+        for var, name in ENV_FIELDS.items()
+    }
+    worker = {"checkpoint_key": EnvSetting(env="STREAMEVAL_CHECKPOINT_KEY", secret=True)}
+    return {"kafka": kafka, "worker": worker}
 
 
 def _add_kafka_options(p: argparse.ArgumentParser) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from streameval.cli.report import add_report_command, add_report_option, report_from_args
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.report.html import add_report_command, add_report_option, report_from_args
 
 DEFAULT_LEARNERS = ["nochange", "majority", "nb", "ht", "ta:ht"]
 
@@ -366,7 +366,7 @@ def settings_schema(parser: argparse.ArgumentParser) -> Any:
     from streameval.cli.settings import Schema
 
     try:
-        from streameval.agents.config import file_sections
+        from streameval.cli.kafka import file_sections
     except ImportError:  # pragma: no cover - the Kafka layer is part of the distribution
         env_sections = {}
     else:
