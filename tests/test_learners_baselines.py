@@ -16,16 +16,20 @@ def test_nochange_predicts_last_learned_label() -> None:
         predictions.append(model.predict_one({"x": 1.0}))
         model.learn_one({"x": 1.0}, y)
     assert predictions == [None, "UP", "UP", "DOWN", "UP"]
-    assert model.predict_proba_one({}) == {"new-class": 1.0}
+    # every learned label is there, the last one with probability 1 (as river's NoChangeClassifier)
+    assert model.predict_proba_one({}) == {"UP": 0.0, "DOWN": 0.0, "new-class": 1.0}
 
 
 def test_nochange_many_gives_independent_copies() -> None:
     model = NoChange()
     model.learn_one({}, "a")
+    model.learn_one({}, "b")
+    model.learn_one({}, "a")
     many = model.predict_proba_many([{}, {}, {}], at=[4, 5, 6])
-    assert many == [{"a": 1.0}] * 3
+    assert many == [{"a": 1.0, "b": 0.0}] * 3
     many[0]["a"] = 0.0
-    assert many[1] == {"a": 1.0}
+    assert many[1] == {"a": 1.0, "b": 0.0}
+    assert model.predict_labels_many([{}, {}], at=[7, 8]) == ["a", "a"]
     with pytest.raises(ValueError):
         model.predict_proba_many([{}, {}], at=[1])
 
@@ -50,8 +54,9 @@ def test_majority_window_forgets_and_handles_new_classes() -> None:
         seen.append(model.predict_one({}))
     # windows: a | aa | aaa | aab | abc (tie) | bcc | ccb
     assert seen == ["a", "a", "a", "a", "a", "c", "c"]
-    assert model.predict_proba_one({}) == pytest.approx({"c": 2 / 3, "b": 1 / 3})
-    assert "a" not in model.counts
+    # "a" left the window: still a known class, at probability 0
+    assert model.predict_proba_one({}) == pytest.approx({"a": 0.0, "c": 2 / 3, "b": 1 / 3})
+    assert model.counts["a"] == 0
     assert model.predict_proba_many([{}, {}]) == [model.predict_proba_one({})] * 2
 
 

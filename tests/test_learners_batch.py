@@ -268,7 +268,8 @@ class Counting:
 def test_wrappers_make_one_base_call_per_batch() -> None:
     context = StreamContext(max_recent=2)
     base = Counting()
-    model = TemporalCorrection(TemporallyAugmented(base, lags=2, context=context), context=context)
+    model = TemporalCorrection(TemporallyAugmented(base, n_labels=2))
+    model.bind(context)  # binds the inner wrapper too
     for at, y in enumerate(["a", "b", "b", "a"]):
         context.arrive()
         model.learn_one({"g": 0.5}, y, at=at)

@@ -17,7 +17,7 @@ from streameval.pipeline.learners.naive_bayes import MixedNB
 from streameval.pipeline.learners.river_adapter import (
     RiverClassifier,
     RiverRegressor,
-    as_classifier,
+    as_learner,
     clean,
     with_one_hot,
 )
@@ -119,12 +119,14 @@ def test_one_hot_is_river_preprocessing() -> None:
     assert "Airline" not in z and -5 < z["Length"] < 5
 
 
-def test_as_classifier() -> None:
-    assert isinstance(as_classifier(tree.HoeffdingTreeClassifier()), RiverClassifier)
+def test_as_learner_wraps_river_models_once() -> None:
+    assert isinstance(as_learner(tree.HoeffdingTreeClassifier()), RiverClassifier)
     wrapped = RiverClassifier(tree.HoeffdingTreeClassifier())
-    assert as_classifier(wrapped) is wrapped
-    with pytest.raises(TypeError):
-        as_classifier(tree.HoeffdingTreeRegressor())
+    assert as_learner(wrapped) is wrapped
+    regressor = as_learner(tree.HoeffdingTreeRegressor(), task="regression")
+    assert isinstance(regressor, RiverRegressor) and as_learner(regressor, "regression") is regressor
+    with pytest.raises(TypeError, match="HoeffdingTreeRegressor is a river regressor"):
+        as_learner(tree.HoeffdingTreeRegressor())
 
 
 def test_regressor_adapter_ignores_bad_targets() -> None:

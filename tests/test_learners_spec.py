@@ -67,16 +67,21 @@ def test_wrappers_and_nesting() -> None:
     ctx = StreamContext()
     ta = build("ta:ht", context=ctx)
     assert isinstance(ta, TemporallyAugmented)
-    assert (ta.lags, ta.fill, ta.context) == (1, "received", ctx)
-    assert build("ta3:ht").lags == 3
+    assert (ta.n_labels, ta.fill, ta._context) == (1, "received", ctx)
+    assert isinstance(ta.model, RiverClassifier)
+    ta3 = build("ta3:ht", context=ctx)
+    assert ta3.n_labels == 3 and ta3._get_params()["n_labels"] == 3
+    assert ctx._recent.maxlen == 3  # binding asked the context to keep 3 labels
     ta2 = build("ta2[fill=predicted]:nb")
-    assert (ta2.lags, ta2.fill) == (2, "predicted")
+    assert (ta2.n_labels, ta2.fill) == (2, "predicted")
     tc = build("tc:nb", context=ctx)
-    assert isinstance(tc, TemporalCorrection) and tc.alpha == 0.001 and tc.context is ctx
+    assert isinstance(tc, TemporalCorrection) and tc.alpha == 0.001 and tc._context is ctx
     assert build("tc[alpha=0.01]:ht").alpha == 0.01
     nested = build("ta:tc:nb", context=ctx)
-    assert isinstance(nested.base, TemporalCorrection) and nested.base.context is ctx
-    assert isinstance(nested.base.base.model, MixedNB)
+    assert isinstance(nested.model, TemporalCorrection) and nested.model._context is ctx
+    assert isinstance(nested.model.model.model, MixedNB)
+    unbound = build_learner("ta:tc:nb", context=None)
+    assert unbound._context is None and unbound.model._context is None
 
 
 def test_regression_names() -> None:
@@ -159,12 +164,12 @@ def test_import_is_refused_unless_allowed_locally() -> None:
         "ta:import[path=streameval.pipeline.learners.baselines.Majority,window=5]",
         allow_import=True,
     )
-    assert isinstance(own.base, Majority) and own.base.window == 5
+    assert isinstance(own.model, Majority) and own.model.window == 5
     reg = build(
         "import[path=river.tree.HoeffdingTreeRegressor]", task="regression", allow_import=True
     )
     assert isinstance(reg, RiverRegressor)
-    with pytest.raises(SpecError, match="neither"):
+    with pytest.raises(SpecError, match="is a river classifier, not a regression learner"):
         build(
             "import[path=river.tree.HoeffdingTreeClassifier]", task="regression", allow_import=True
         )
@@ -181,7 +186,8 @@ def test_import_is_refused_unless_allowed_locally() -> None:
     [
         ("import[path=nosuchmodule.Thing]", "No module named"),
         ("import[path=river.tree.NoSuchTree]", "has no attribute"),
-        ("import[path=river.tree.HoeffdingTreeRegressor]", "neither"),
+        ("import[path=river.tree.HoeffdingTreeRegressor]", "is a river regressor, not a class"),
+        ("import[path=collections.OrderedDict]", "not a classification learner"),
         ("import", "path=package.module.Class"),
     ],
 )

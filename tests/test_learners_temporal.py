@@ -10,7 +10,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pytest
-from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.learners.base import StreamContext, bind_context
 from streameval.pipeline.learners.baselines import Majority
 from streameval.pipeline.learners.temporal import MISSING, TemporalCorrection, TemporallyAugmented
 
@@ -43,12 +43,18 @@ def lags_of(x: dict[str, Any]) -> tuple[str, ...]:
     return tuple(x[k] for k in sorted(k for k in x if k.startswith("_y_lag")))
 
 
+def bound(model: Any, context: StreamContext) -> Any:
+    """``model`` bound to ``context``, as the experiment does."""
+    bind_context(model, context)
+    return model
+
+
 # ------------------------------------------------------------ Temporally Augmented
 
 
 def test_standalone_uses_its_own_learned_labels() -> None:
     base = Recorder()
-    model = TemporallyAugmented(base, lags=2)
+    model = TemporallyAugmented(base, n_labels=2)
     for y in ["UP", "DOWN", "DOWN"]:
         model.predict_proba_one({"a": 1.0})
         model.learn_one({"a": 1.0}, y)
@@ -72,7 +78,7 @@ def _delayed_run(fill: str) -> tuple[Recorder, TemporallyAugmented, StreamContex
     """A crafted stream with delayed, out-of-order labels (see the test below)."""
     ctx = StreamContext()
     base = Recorder()
-    model = TemporallyAugmented(base, lags=2, fill=fill, context=ctx)  # type: ignore[arg-type]
+    model = bound(TemporallyAugmented(base, n_labels=2, fill=fill), ctx)  # type: ignore[arg-type]
     xs = {i: {"f": float(i), "guess": g} for i, g in enumerate("ABCD")}
 
     a0 = ctx.arrive()
@@ -134,7 +140,7 @@ def test_fill_predicted_uses_true_labels_else_own_predictions() -> None:
 
 def test_many_returns_answers_in_the_order_asked() -> None:
     ctx = StreamContext()
-    model = TemporallyAugmented(Recorder(), fill="predicted", context=ctx)
+    model = bound(TemporallyAugmented(Recorder(), fill="predicted"), ctx)
     xs = [{"guess": g} for g in "PQR"]
     ats = [ctx.arrive() for _ in xs]
     out = model.predict_proba_many([xs[2], xs[0], xs[1]], at=[ats[2], ats[0], ats[1]])
@@ -143,7 +149,7 @@ def test_many_returns_answers_in_the_order_asked() -> None:
 
 def test_fill_predicted_memory_is_bounded() -> None:
     ctx = StreamContext()
-    model = TemporallyAugmented(Recorder(), fill="predicted", context=ctx, max_predictions=3)
+    model = bound(TemporallyAugmented(Recorder(), fill="predicted", max_predictions=3), ctx)
     for _ in range(10):
         at = ctx.arrive()
         model.predict_proba_one({"guess": "g"}, at=at)
@@ -152,14 +158,15 @@ def test_fill_predicted_memory_is_bounded() -> None:
 
 def test_context_is_asked_to_keep_enough_labels() -> None:
     ctx = StreamContext(max_recent=1)
-    model = TemporallyAugmented(Recorder(), lags=3, context=ctx)
+    model = TemporallyAugmented(Recorder(), n_labels=3)
+    model.bind(ctx)
     for y in "abcd":
         ctx.receive(ctx.arrive(), y)
     assert model.previous_labels() == ["d", "c", "b"]
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"lags": 0}, {"lags": True}, {"fill": "guess"}, {"max_predictions": 0}]
+    "kwargs", [{"n_labels": 0}, {"n_labels": True}, {"fill": "guess"}, {"max_predictions": 0}]
 )
 def test_bad_arguments(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
@@ -210,7 +217,7 @@ def test_correction_on_a_crafted_two_class_sequence() -> None:
 
 def test_correction_reads_the_context_in_label_arrival_order() -> None:
     ctx = StreamContext()
-    model = TemporalCorrection(Recorder(fixed={"A": 0.5, "B": 0.5}), alpha=0.5, context=ctx)
+    model = bound(TemporalCorrection(Recorder(fixed={"A": 0.5, "B": 0.5}), alpha=0.5), ctx)
     ats = [ctx.arrive() for _ in range(4)]
     # labels arrive out of order: 1 (A), 0 (B), 3 (B), 2 (A)
     for at, y in [(1, "A"), (0, "B"), (3, "B"), (2, "A")]:

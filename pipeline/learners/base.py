@@ -16,6 +16,12 @@ behaves as under the usual test-then-train protocol with immediate labels.
 
 Regression learners implement ``learn_one`` and ``predict_one`` (plus
 ``predict_many``) with float targets.
+
+The learners of this package are river estimators too (``clone()``,
+``_get_params()``, river's ``progressive_val_score``); the wrappers that read
+the released labels are told the experiment's :class:`StreamContext` with
+:func:`bind_context`, never through their constructor, so that a clone is a
+plain, unbound copy.
 """
 
 from __future__ import annotations
@@ -162,3 +168,23 @@ class StreamContext:
         """Drop labels of instances that arrived before index ``at``."""
         for key in [k for k in self._label_at if k < at]:
             del self._label_at[key]
+
+
+def bind_context(learner: Any, context: StreamContext) -> None:
+    """Tell ``learner`` which labels the experiment has released, if it asks.
+
+    Calls ``learner.bind(context)`` when the learner has a ``bind`` method (the
+    temporal wrappers and the adapters, which pass it on to what they wrap)
+    and does nothing otherwise: plain learners read no label history.
+
+    >>> class Reader:
+    ...     def bind(self, context):
+    ...         self.context = context
+    >>> ctx, reader = StreamContext(), Reader()
+    >>> bind_context(reader, ctx); reader.context is ctx
+    True
+    >>> bind_context(object(), ctx)  # nothing to bind
+    """
+    bind = getattr(learner, "bind", None)
+    if bind is not None:
+        bind(context)

@@ -15,6 +15,11 @@ computes many predictions at once where this package knows how (see
   likelihood, a scaler or a distance skips it);
 * a regressor does not learn from a target that is not finite.
 
+Both adapters are river ``Wrapper`` estimators: ``clone()`` clones the
+wrapped model, and they run in river's own ``progressive_val_score``.
+:func:`as_learner` is the way in for any model: it wraps river models and
+returns the learners of this package unchanged.
+
 Models that need numbers (kNN, linear models) get categorical (``str``)
 features one-hot encoded by river's own preprocessing, see
 :func:`with_one_hot`; Hoeffding trees and forests split on ``str`` features
@@ -26,16 +31,21 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Hashable, Iterator, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from river import base as river_base
 from river import compose, preprocessing
 from river import tree as river_tree
-from streameval.pipeline.learners.base import Features, Proba, argmax
+from streameval.pipeline.learners.base import Features, Proba, StreamContext, argmax, bind_context
 from streameval.pipeline.learners.batch import NumericFrame, TreeBatch
-from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
+from streameval.pipeline.learners.mixins import (
+    LearnerWrapper,
+    ProbaMixin,
+    StreamLearner,
+    check_aligned,
+)
 
 
 def _missing(value: Any) -> bool:
@@ -122,8 +132,14 @@ def with_one_hot(model: river_base.Estimator, *, scale: bool = False) -> compose
     return compose.TransformerUnion(numeric, categorical) | model
 
 
-class RiverClassifier(ProbaMixin):
+Task = Literal["classification", "regression"]
+
+
+class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
     """A river classifier (or a pipeline ending in one) as a streameval learner.
+
+    A classifier that only predicts labels (its ``predict_proba_one`` raises
+    ``NotImplementedError``) gives probability 1 to the label it predicts.
 
     >>> from river import tree
     >>> model = RiverClassifier(tree.HoeffdingTreeClassifier())
@@ -132,21 +148,40 @@ class RiverClassifier(ProbaMixin):
     >>> model.learn_one({"Airline": "CO", "Length": 205.0}, "1", at=0)
     >>> model.predict_proba_one({"Airline": "US", "Length": float("nan")}, at=1)
     {'1': 1.0}
+    >>> fresh = model.clone()  # untrained, same parameters
+    >>> fresh.predict_proba_one({"Length": 205.0}), repr(fresh) == repr(model)
+    ({}, True)
     """
 
     def __init__(self, model: river_base.Classifier) -> None:
         self.model = model
         self._trees = TreeBatch()
 
-    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None) -> None:
-        self.model.learn_one(clean(x), y)
+    @classmethod
+    def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
+        from river import naive_bayes
 
-    def predict_proba_one(self, x: Features, *, at: int | None = None) -> Proba:
-        proba = self.model.predict_proba_one(clean(x))
+        yield {"model": naive_bayes.GaussianNB()}
+        yield {"model": river_tree.HoeffdingTreeClassifier()}
+
+    def bind(self, context: StreamContext) -> None:
+        """Pass the stream context on to the wrapped model, if it reads one."""
+        bind_context(self.model, context)
+
+    def learn_one(self, x: Features, y: Hashable, *, at: int | None = None, **kwargs: Any) -> None:
+        self.model.learn_one(clean(x), y, **kwargs)
+
+    def predict_proba_one(self, x: Features, *, at: int | None = None, **kwargs: Any) -> Proba:
+        x = clean(x)
+        try:
+            proba = self.model.predict_proba_one(x, **kwargs)
+        except NotImplementedError:
+            label = self.model.predict_one(x, **kwargs)
+            return {} if label is None else {label: 1.0}
         return {label: float(p) for label, p in proba.items()}
 
     def predict_proba_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Proba]:
         """``predict_proba_one`` of each instance, in order, computed together.
 
@@ -165,10 +200,10 @@ class RiverClassifier(ProbaMixin):
             return batch(*_clean_batch(xs))  # type: ignore[no-any-return]
         if TreeBatch.supports(model):
             return self._trees.predict(model, *_clean_tree_batch(xs))
-        return [self.predict_proba_one(x) for x in xs]
+        return [self.predict_proba_one(x, **kwargs) for x in xs]
 
     def predict_labels_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Hashable | None]:
         """``[argmax(p) for p in self.predict_proba_many(xs)]``, without making
         the dicts where the batch code ranks a matrix (a model with
@@ -187,18 +222,15 @@ class RiverClassifier(ProbaMixin):
             return [argmax(self.predict_proba_one(x)) for x in xs]
         if type(model) is river_tree.HoeffdingTreeClassifier:
             return self._trees.predict_labels(model, *_clean_tree_batch(xs))
-        return [argmax(p) for p in self.predict_proba_many(xs)]
+        return [argmax(p) for p in self.predict_proba_many(xs, **kwargs)]
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if "_trees" not in state:  # pickled before batched trees existed
             self._trees = TreeBatch()
 
-    def __repr__(self) -> str:
-        return f"RiverClassifier({self.model!r})"
 
-
-class RiverRegressor:
+class RiverRegressor(StreamLearner, LearnerWrapper, river_base.Regressor):
     """A river regressor (or a pipeline ending in one) as a streameval learner.
 
     >>> from river import tree
@@ -207,44 +239,103 @@ class RiverRegressor:
     >>> model.learn_one({"x": 2.0}, float("nan"))  # ignored
     >>> model.predict_one({"x": float("inf")})
     2.0
+    >>> model.clone().predict_one({"x": 1.0})  # untrained: river's tree says 0
+    0.0
     """
 
     def __init__(self, model: river_base.Regressor) -> None:
         self.model = model
 
-    def learn_one(self, x: Features, y: float, *, at: int | None = None) -> None:
+    @classmethod
+    def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
+        from river import linear_model
+
+        yield {"model": preprocessing.StandardScaler() | linear_model.LinearRegression()}
+        yield {"model": river_tree.HoeffdingTreeRegressor()}
+
+    def bind(self, context: StreamContext) -> None:
+        """Pass the stream context on to the wrapped model, if it reads one."""
+        bind_context(self.model, context)
+
+    def learn_one(self, x: Features, y: float, *, at: int | None = None, **kwargs: Any) -> None:
         y = float(y)
         if math.isfinite(y):
-            self.model.learn_one(clean(x), y)
+            self.model.learn_one(clean(x), y, **kwargs)
 
-    def predict_one(self, x: Features, *, at: int | None = None) -> float | None:
-        y = self.model.predict_one(clean(x))
+    def predict_one(self, x: Features, *, at: int | None = None, **kwargs: Any) -> float | None:
+        y = self.model.predict_one(clean(x), **kwargs)
         return None if y is None else float(y)
 
     def predict_many(
-        self, xs: Sequence[Features], *, at: Sequence[int] | None = None
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[float | None]:
         if at is not None:
             check_aligned(xs, at)
-        return [self.predict_one(x) for x in xs]
-
-    def __repr__(self) -> str:
-        return f"RiverRegressor({self.model!r})"
+        return [self.predict_one(x, **kwargs) for x in xs]
 
 
-def as_classifier(model: Any) -> Any:
-    """``model`` itself if it speaks the streameval protocol, else wrapped in
-    :class:`RiverClassifier` if it is a river classifier.
+def _named(obj: Any) -> str:
+    """``obj`` for a one-line message: its repr if short, else its class."""
+    text = repr(obj)
+    if "\n" in text or len(text) > 60:
+        return f"a {type(obj).__name__}"
+    return text
 
-    >>> from river import naive_bayes
-    >>> as_classifier(naive_bayes.GaussianNB())
-    RiverClassifier(GaussianNB ())
-    >>> as_classifier(with_one_hot(naive_bayes.GaussianNB())).model.steps.keys()
+
+def as_learner(model: Any, task: Task = "classification") -> Any:
+    """``model`` as a streameval learner for ``task``.
+
+    * a learner of this package (baselines, temporal wrappers, adapters) is
+      returned unchanged, as is any object that already speaks the protocol
+      (``predict_proba_many``, resp. ``predict_many``, beside ``learn_one``);
+    * a river classifier, resp. regressor (or a pipeline ending in one), or
+      any other object with ``learn_one`` and ``predict_proba_one`` or
+      ``predict_one``, is wrapped in :class:`RiverClassifier`, resp.
+      :class:`RiverRegressor`;
+    * anything else raises a one-line ``TypeError``.
+
+    >>> from river import linear_model, naive_bayes
+    >>> as_learner(naive_bayes.GaussianNB())
+    RiverClassifier (
+      model=GaussianNB ()
+    )
+    >>> from streameval.pipeline.learners.baselines import NoChange
+    >>> model = NoChange()
+    >>> as_learner(model) is model
+    True
+    >>> as_learner(with_one_hot(naive_bayes.GaussianNB())).model.steps.keys()
     odict_keys(['TransformerUnion', 'GaussianNB'])
+    >>> as_learner(linear_model.LinearRegression())
+    Traceback (most recent call last):
+    ...
+    TypeError: a LinearRegression is a river regressor, not a classification learner
+    >>> as_learner(42, task="regression")
+    Traceback (most recent call last):
+    ...
+    TypeError: 42 is not a regression learner: it needs learn_one and predict_one
     """
-    if hasattr(model, "predict_proba_many") and not isinstance(model, river_base.Estimator):
-        return model
-    last = list(model.steps.values())[-1] if isinstance(model, compose.Pipeline) else model
-    if isinstance(last, river_base.Classifier):
-        return RiverClassifier(model)
-    raise TypeError(f"{model!r} is neither a streameval classifier nor a river classifier")
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
+    classification = task == "classification"
+    kind, other = (
+        (river_base.Classifier, river_base.Regressor)
+        if classification
+        else (river_base.Regressor, river_base.Classifier)
+    )
+    if isinstance(model, river_base.Estimator):
+        if isinstance(model, kind):
+            return model if isinstance(model, StreamLearner) else _adapter(model, classification)
+        if isinstance(model, other):
+            found = "regressor" if classification else "classifier"
+            raise TypeError(f"{_named(model)} is a river {found}, not a {task} learner")
+        raise TypeError(f"{_named(model)} is neither a river classifier nor a regressor")
+    batch = "predict_proba_many" if classification else "predict_many"
+    predicts = ("predict_proba_one", "predict_one") if classification else ("predict_one",)
+    if hasattr(model, "learn_one") and any(hasattr(model, name) for name in predicts):
+        return model if hasattr(model, batch) else _adapter(model, classification)
+    needs = " or ".join(predicts)
+    raise TypeError(f"{_named(model)} is not a {task} learner: it needs learn_one and {needs}")
+
+
+def _adapter(model: Any, classification: bool) -> RiverClassifier | RiverRegressor:
+    return RiverClassifier(model) if classification else RiverRegressor(model)

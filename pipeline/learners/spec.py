@@ -6,8 +6,8 @@ A learner spec is a model, optionally preceded by wrappers (the grammar of
 * classification models: ``nochange``, ``majority``, ``nb``, ``ht``, ``hat``,
   ``knn``, ``arf``; regression models: ``linreg``, ``htr``, ``mean``;
 * wrappers (classification): ``ta`` / ``ta<l>`` (Temporally Augmented with
-  ``l`` lags, 1 by default; parameter ``fill``) and ``tc`` (Temporal
-  Correction; parameter ``alpha``), which nest: ``ta:tc:nb``.
+  ``l`` previous labels, ``n_labels=l``, 1 by default; parameter ``fill``) and
+  ``tc`` (Temporal Correction; parameter ``alpha``), which nest: ``ta:tc:nb``.
 
 Parameters in brackets reach the river constructor, but only those on the
 model's allow-list (:data:`CLASSIFIERS`, :data:`REGRESSORS`), with their
@@ -29,10 +29,12 @@ gives two identical fresh learners (what a drift reset does).
 
 >>> from streameval.pipeline.learners.base import StreamContext
 >>> learner = build_learner("ta2[fill=predicted]:tc:ht[grace_period=50]", context=StreamContext())
->>> learner.lags, learner.fill, type(learner.base).__name__
+>>> learner.n_labels, learner.fill, type(learner.model).__name__
 (2, 'predicted', 'TemporalCorrection')
->>> learner.base.base.model.grace_period
+>>> learner.model.model.model.grace_period
 50
+>>> str(learner.clone())  # a fresh, unbound copy, to bind again
+'TemporallyAugmented(TemporalCorrection(RiverClassifier(HoeffdingTreeClassifier)))'
 >>> learner_lags("ta:tc:nb"), learner_lags("ta3:ht"), learner_lags("nochange")
 (1, 3, 0)
 """
@@ -46,15 +48,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from river import base as river_base
 from river import compose, forest, linear_model, neighbors, optim, tree
-from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.learners.base import StreamContext, bind_context
 from streameval.pipeline.learners.baselines import Majority, NoChange, TargetMean
 from streameval.pipeline.learners.naive_bayes import MixedNB
 from streameval.pipeline.learners.river_adapter import (
     RiverClassifier,
     RiverRegressor,
-    as_classifier,
+    as_learner,
     with_one_hot,
 )
 from streameval.pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
@@ -362,17 +363,10 @@ def _import_model(component: Component, task: str, allow_import: bool) -> Any:
         obj = cls(**params)
     except (ImportError, AttributeError, TypeError, ValueError) as e:
         raise SpecError(f"import[path={path}]: {e}") from e
-    if task == "classification":
-        try:
-            return as_classifier(obj)
-        except TypeError as e:
-            raise SpecError(str(e)) from e
-    last = list(obj.steps.values())[-1] if isinstance(obj, compose.Pipeline) else obj
-    if isinstance(last, river_base.Regressor):
-        return RiverRegressor(obj)
-    if hasattr(obj, "predict_many") and not isinstance(obj, river_base.Estimator):
-        return obj
-    raise SpecError(f"{path} is neither a streameval regressor nor a river regressor")
+    try:
+        return as_learner(obj, task)  # type: ignore[arg-type]
+    except TypeError as e:
+        raise SpecError(f"import[path={path}]: {e}") from e
 
 
 def _build_model(component: Component, task: str, seed: int, allow_import: bool) -> Any:
@@ -386,12 +380,12 @@ def _build_model(component: Component, task: str, seed: int, allow_import: bool)
         raise SpecError(f"{component}: {e}") from e
 
 
-def _wrap(component: Component, inner: Any, context: StreamContext | None) -> Any:
-    lags = _ta_lags(component)
-    if lags is not None:
+def _wrap(component: Component, inner: Any) -> Any:
+    n_labels = _ta_lags(component)
+    if n_labels is not None:
         params = _check(component, _TA_PARAMS)
-        return TemporallyAugmented(inner, lags=lags, context=context, **params)
-    return TemporalCorrection(inner, context=context, **_check(component, _TC_PARAMS))
+        return TemporallyAugmented(inner, n_labels=n_labels, **params)
+    return TemporalCorrection(inner, **_check(component, _TC_PARAMS))
 
 
 def build_learner(
@@ -402,11 +396,13 @@ def build_learner(
     seed: int = 0,
     allow_import: bool = False,
 ) -> Any:
-    """A fresh learner for ``spec``; wrappers read the labels from ``context``.
+    """A fresh learner for ``spec``, bound to ``context`` (its wrappers read the labels).
 
-    Raises :class:`~streameval.pipeline.spec.SpecError` for anything not on the
-    allow-lists, naming what is allowed. ``context=None`` builds wrappers that
-    keep their own label history (immediate labels only).
+    The learner is built, then bound with
+    :func:`~streameval.pipeline.learners.base.bind_context`. Raises
+    :class:`~streameval.pipeline.spec.SpecError` for anything not on the
+    allow-lists, naming what is allowed. ``context=None`` leaves it unbound:
+    wrappers keep their own label history (immediate labels only).
 
     >>> build_learner("majority[window=1000]", context=None).window
     1000
@@ -418,5 +414,7 @@ def build_learner(
     wrappers, model = _split(spec, task)
     learner = _build_model(model, task, seed, allow_import)
     for component in reversed(wrappers):
-        learner = _wrap(component, learner, context)
+        learner = _wrap(component, learner)
+    if context is not None:
+        bind_context(learner, context)
     return learner
