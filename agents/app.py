@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 from streameval.agents.config import KafkaSettings
 from streameval.agents.dashboard import register_views
 from streameval.agents.health import EXIT_BROKER_LOST, BrokerHealth
-from streameval.agents.topics import TopicNames
+from streameval.agents.topics import INPUT_KINDS, TopicNames
 from streameval.agents.worker import StreamWorker
 
 log = logging.getLogger(__name__)
@@ -71,14 +71,8 @@ def create_app(
             datadir=tempfile.mkdtemp(prefix="streameval-faust-"),
         ),
     )
-    inputs = app.topic(
-        names.features,
-        names.labels,
-        names.experiments,
-        key_serializer="raw",
-        value_serializer="raw",
-    )
-    kind_of = {names.features: "features", names.labels: "labels", names.experiments: "experiments"}
+    kind_of = names.kinds(INPUT_KINDS)
+    inputs = app.topic(*kind_of, key_serializer="raw", value_serializer="raw")
     unacked: list[Any] = []
     busy = asyncio.Lock()  # the runners: one of agent, timer, checkpoint at a time
 

@@ -139,8 +139,6 @@ class BrokerHealth:
         self.outages = 0  # times the broker was lost since the worker started
         self._lost_at: float | None = None  # monotonic time the current outage began
         self._lock = threading.Lock()
-        self._back = threading.Event()
-        self._back.set()
 
     def lost(
         self, reason: str, at: tuple[float, float] | None = None, *, attempt: bool = True
@@ -156,7 +154,6 @@ class BrokerHealth:
                 self.since, self._lost_at = at or (self.clock(), self.monotonic())
                 self.outages += 1
                 self.attempts = 0
-                self._back.clear()
             self.attempts += int(attempt)
             self.reason = reason
 
@@ -168,7 +165,6 @@ class BrokerHealth:
                 self.since = self.clock()
                 self.reason = None
                 self._lost_at = None
-                self._back.set()
 
     def down_for(self, now: float | None = None) -> float:
         """Seconds since the current outage began (0 while healthy)."""
@@ -180,10 +176,6 @@ class BrokerHealth:
     def expired(self, now: float | None = None) -> bool:
         """True once the current outage has lasted ``timeout`` seconds."""
         return not self.ok and self.down_for(now) >= self.timeout
-
-    def wait_back(self, timeout: float | None = None) -> bool:
-        """Block (a thread, not the event loop) until the broker is back; True if it is."""
-        return self._back.wait(timeout)
 
     def on_kafka_error(self, err: Any) -> None:
         """librdkafka ``error_cb``: a lost cluster marks the broker unhealthy at once."""

@@ -5,7 +5,7 @@
 and survives restarts. ``streameval run`` serves a single stream that ends with
 the run, and for that the Faust worker costs more than the evaluation of a
 small stream: a second interpreter, Faust's start-up and the consumer-group join
-took 5.6-6.5 s of a 12 s Electricity run in ``make bench`` (target 2).
+take 5.6-6.5 s of a 12 s Electricity run in ``make bench`` (target 2).
 
 :func:`consume_stream` feeds the same :class:`~streameval.agents.worker.StreamWorker` from
 a plain ``confluent_kafka.Consumer`` in the calling process: the partitions of
@@ -32,7 +32,7 @@ from typing import Any
 from streameval.agents.codec import StreamFailed, failure_text
 from streameval.agents.config import KafkaSettings
 from streameval.agents.publish import watched_producer
-from streameval.agents.topics import TopicNames
+from streameval.agents.topics import INPUT_KINDS, TopicNames
 from streameval.agents.worker import StreamWorker
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
@@ -50,7 +50,7 @@ def input_offsets(settings: KafkaSettings, timeout: float = 10.0) -> dict[tuple[
     try:
         meta = consumer.list_topics(timeout=timeout)
         offsets = {}
-        for topic in (names.experiments, names.features, names.labels):
+        for topic in names.kinds(INPUT_KINDS):
             for partition in meta.topics[topic].partitions:
                 _, high = consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=timeout
@@ -82,7 +82,7 @@ def consume_stream(
     from confluent_kafka import Consumer, TopicPartition
 
     names = TopicNames.for_prefix(settings.topic_prefix)
-    kind_of = {names.features: "features", names.labels: "labels", names.experiments: "experiments"}
+    kind_of = names.kinds(INPUT_KINDS)
     consumer = Consumer(
         {
             **settings.confluent_config(),

@@ -31,17 +31,11 @@ Consumers that want each output once drop the flagged ones, or deduplicate by
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
 from streameval.agents.codec import parse
 from streameval.agents.topics import messages_to_end
-
-log = logging.getLogger(__name__)
-
-#: The topic kinds whose messages carry output sequence numbers.
-OUTPUT_KINDS: tuple[str, ...] = ("predictions", "metrics", "drift")
 
 
 def partition_of(key: str, partitions: int) -> int:

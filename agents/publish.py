@@ -29,20 +29,16 @@ from streameval.agents.codec import (
 )
 from streameval.agents.config import KafkaSettings
 from streameval.agents.health import PRODUCER_QUEUE, BrokerHealth
-from streameval.agents.outputs import OUTPUT_KINDS, OutputPositions, scan_emitted
-from streameval.agents.topics import TopicNames
+from streameval.agents.outputs import OutputPositions, scan_emitted
+from streameval.agents.topics import OUTPUT_KINDS, PARTITIONER, TopicNames
 from streameval.pipeline.events import Output
 from streameval.pipeline.runner import StreamRunner
 from streameval.schemas import deadletter_record
 
-# murmur2_random: a stream's outputs land on the partition of its inputs (co-partitioned),
-# a partition a restarted worker can compute (streameval.agents.outputs)
-PRODUCER_DEFAULTS = {
-    "linger.ms": 20,
-    "enable.idempotence": True,
-    "acks": "all",
-    "partitioner": "murmur2_random",
-}
+#: Producer settings of a worker. With the pipeline's partitioner a stream's outputs land
+#: on the partition of its inputs, which a restarted worker can compute
+#: (:mod:`streameval.agents.outputs`).
+PRODUCER_DEFAULTS = {"linger.ms": 20, "enable.idempotence": True, "acks": "all", **PARTITIONER}
 #: Most predictions one predictions-topic message carries (a JSON array, like packed input):
 #: well under ``codec.MAX_PACKED_EVENTS`` and, at ~150 bytes each, under 1 MiB.
 PREDICTIONS_PER_MESSAGE = 500
@@ -79,7 +75,7 @@ class Publisher:
         self.producer = producer
         self.names = names
         self.counts = counts
-        self.topics = {kind: getattr(names, kind) for kind in OUTPUT_KINDS}
+        self.topics = {kind: getattr(names, kind) for kind in OUTPUT_KINDS}  # kind -> topic
         self.positions = OutputPositions()
         # per restored stream: output kind -> highest seq already on that topic
         self.emitted: dict[str, dict[str, int]] = {}

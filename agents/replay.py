@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from streameval.agents.codec import input_message
 from streameval.agents.config import KafkaSettings
-from streameval.agents.topics import TopicNames
+from streameval.agents.topics import PARTITIONER, TopicNames
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "batch.size": 1_000_000,
     "queue.buffering.max.messages": 500_000,
     "queue.buffering.max.kbytes": 512 * 1024,
-    "partitioner": "murmur2_random",
+    **PARTITIONER,
     "message.timeout.ms": 120_000,
     "log.connection.close": False,
     "logger": rdkafka_log,

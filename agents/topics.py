@@ -40,6 +40,14 @@ TOPIC_KINDS: tuple[str, ...] = KINDS
 COMPACTED: frozenset[str] = frozenset({"experiments", "checkpoints"})
 #: Kinds that must share one partition count (the input join).
 CO_PARTITIONED: tuple[str, ...] = ("features", "labels")
+#: Kinds a worker reads: the experiment definitions and the two input topics.
+INPUT_KINDS: tuple[str, ...] = ("features", "labels", "experiments")
+#: Kinds whose messages are a stream's numbered outputs.
+OUTPUT_KINDS: tuple[str, ...] = ("predictions", "metrics", "drift")
+#: The partitioner of every producer of the pipeline: Kafka's Java default (and aiokafka's,
+#: Faust's), so a stream's messages land on the same partition number of every topic,
+#: whichever client wrote them.
+PARTITIONER: dict[str, str] = {"partitioner": "murmur2_random"}
 
 
 class TopicError(RuntimeError):
@@ -73,24 +81,17 @@ class TopicNames:
         """Names ``prefix + kind`` for every kind."""
         return cls(prefix, *(prefix + kind for kind in TOPIC_KINDS))
 
-    def by_kind(self) -> dict[str, str]:
-        """``{kind: topic name}`` in :data:`TOPIC_KINDS` order."""
-        return {kind: getattr(self, kind) for kind in TOPIC_KINDS}
+    def kinds(self, kinds: Iterable[str]) -> dict[str, str]:
+        """``{full topic name: kind}`` for ``kinds``.
 
-    def kind_of(self, topic: str) -> str | None:
-        """The kind of a full topic name, or ``None`` when it is not one of ours."""
-        for kind, name in self.by_kind().items():
-            if name == topic:
-                return kind
-        return None
+        >>> TopicNames.for_prefix("se.").kinds(["labels"])
+        {'se.labels': 'labels'}
+        """
+        return {getattr(self, kind): kind for kind in kinds}
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.by_kind().values())
-
-
-def topic_names(prefix: str = "streameval.") -> TopicNames:
-    """Shorthand for :meth:`TopicNames.for_prefix`."""
-    return TopicNames.for_prefix(prefix)
+        """The full names, in :data:`TOPIC_KINDS` order."""
+        return iter([getattr(self, kind) for kind in TOPIC_KINDS])
 
 
 def topic_config(kind: str) -> dict[str, str]:
@@ -249,15 +250,6 @@ def _warn_uncompacted(admin: Any, compacted: dict[str, str], timeout: float) -> 
                 )
     except Exception as exc:  # describe_configs is best effort (ACLs, old brokers)
         log.debug("cannot check cleanup.policy: %s", exc)
-
-
-def describe_topics(admin_config: dict[str, Any], prefix: str, timeout: float = 10.0) -> dict:
-    """``{topic: partition count}`` of the pipeline topics that exist (diagnostics)."""
-    from confluent_kafka.admin import AdminClient
-
-    md = AdminClient(dict(admin_config)).list_topics(timeout=timeout)
-    names = TopicNames.for_prefix(prefix)
-    return {name: len(md.topics[name].partitions) for name in names if name in md.topics}
 
 
 def messages_to_end(

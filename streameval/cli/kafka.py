@@ -35,7 +35,7 @@ RESULTS_TIMEOUT = 600.0
 #: ``run``'s worker checkpoints every this many events (the worker's default is 20,000): it
 #: serves one run, which ends if it dies, so only its last checkpoint (written when it is idle
 #: for a second, and after the results) could ever be read. Pickling the runner every 20,000
-#: events stalled the agent for ~1 s of a 13 s electricity run.
+#: events stalls the agent for ~1 s of a 13 s electricity run.
 RUN_CHECKPOINT_EVERY = 1_000_000
 
 
@@ -102,22 +102,16 @@ def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     from confluent_kafka import Producer
 
     from streameval.agents.codec import encode
-    from streameval.agents.topics import TopicNames
+    from streameval.agents.topics import PARTITIONER, TopicNames
     from streameval.schemas import validate
 
     message = config.to_dict()
     reason = validate("experiments", message)
     if reason is not None:
         raise ValueError(f"experiment does not fit its schema: {reason}")
-    # murmur2, like the replay producer and Faust: a stream's definition must land on the
-    # same partition number as its events, or another worker would own it
-    producer = Producer(
-        {
-            **settings.confluent_config(),
-            "enable.idempotence": True,
-            "partitioner": "murmur2_random",
-        }
-    )
+    # a stream's definition must land on the same partition number as its events, or
+    # another worker would own it
+    producer = Producer({**settings.confluent_config(), "enable.idempotence": True, **PARTITIONER})
     names = TopicNames.for_prefix(settings.topic_prefix)
     producer.produce(names.experiments, encode(message), config.stream.encode("utf-8"))
     if producer.flush(30):
