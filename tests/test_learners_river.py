@@ -124,7 +124,8 @@ def test_as_learner_wraps_river_models_once() -> None:
     wrapped = RiverClassifier(tree.HoeffdingTreeClassifier())
     assert as_learner(wrapped) is wrapped
     regressor = as_learner(tree.HoeffdingTreeRegressor(), task="regression")
-    assert isinstance(regressor, RiverRegressor) and as_learner(regressor, "regression") is regressor
+    assert isinstance(regressor, RiverRegressor)
+    assert as_learner(regressor, "regression") is regressor
     with pytest.raises(TypeError, match="HoeffdingTreeRegressor is a river regressor"):
         as_learner(tree.HoeffdingTreeRegressor())
 

@@ -138,8 +138,9 @@ Task = Literal["classification", "regression"]
 class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
     """A river classifier (or a pipeline ending in one) as a streameval learner.
 
-    A classifier that only predicts labels (its ``predict_proba_one`` raises
-    ``NotImplementedError``) gives probability 1 to the label it predicts.
+    A classifier that only predicts labels (no ``predict_proba_one``, or one
+    that raises ``NotImplementedError``) gives probability 1 to the label it
+    predicts.
 
     >>> from river import tree
     >>> model = RiverClassifier(tree.HoeffdingTreeClassifier())
@@ -173,12 +174,16 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
 
     def predict_proba_one(self, x: Features, *, at: int | None = None, **kwargs: Any) -> Proba:
         x = clean(x)
-        try:
-            proba = self.model.predict_proba_one(x, **kwargs)
-        except NotImplementedError:
-            label = self.model.predict_one(x, **kwargs)
-            return {} if label is None else {label: 1.0}
-        return {label: float(p) for label, p in proba.items()}
+        proba_one = getattr(self.model, "predict_proba_one", None)
+        if proba_one is not None:
+            try:
+                proba = proba_one(x, **kwargs)
+            except NotImplementedError:  # river's default for label-only classifiers
+                pass
+            else:
+                return {label: float(p) for label, p in proba.items()}
+        label = self.model.predict_one(x, **kwargs)
+        return {} if label is None else {label: 1.0}
 
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
