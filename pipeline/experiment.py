@@ -43,6 +43,7 @@ from streameval.pipeline.events import (
     PredictionEvent,
     clean,
 )
+from streameval.pipeline.learners import as_learner, bind_context
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.spec import build_learner
@@ -52,19 +53,6 @@ from streameval.pipeline.reeval.buffer import PendingBuffer
 from streameval.pipeline.reeval.summary import weights_preset
 from streameval.pipeline.report.curves import CurveRecorder
 from streameval.pipeline.scorecard import Scorecard
-
-# TEMPORARY (lead, integration in progress): until the learners land as_learner/bind_context
-try:
-    from streameval.pipeline.learners import as_learner, bind_context
-except ImportError:  # pragma: no cover
-    from streameval.pipeline.learners.river_adapter import as_classifier
-
-    def as_learner(model: Any, task: str = "classification") -> Any:
-        return as_classifier(model)
-
-    def bind_context(learner: Any, context: Any) -> None:
-        return None
-
 
 PER = "__per__"
 MAJ = "__maj__"
@@ -134,9 +122,7 @@ class Experiment:
             _Slot(name, learner, self._scorecard())
             for name, learner in self._learners(learners, allow_import).items()
         ]
-        self._lags = (  # TEMPORARY
-            getattr(self.context, "capacity", None) or self.context._recent.maxlen
-        )
+        self._lags = self.context.capacity
         self._updated: set[str] = set()
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
         self._per = NoChange()
@@ -457,16 +443,7 @@ class Experiment:
         """A learner whose detector alarmed on this label starts afresh: an untrained clone."""
         for slot in self.slots:
             if any(a and a[-1] == slot.card.n_scored for a in slot.card.alarms.values()):
-                fresh = (  # TEMPORARY fallback until every learner has clone()
-                    slot.learner.clone()
-                    if hasattr(slot.learner, "clone")
-                    else build_learner(
-                        slot.name,
-                        context=self.context,
-                        task=self.config.task,
-                        seed=self.config.seed,
-                    )
-                )
+                fresh = slot.learner.clone()
                 bind_context(fresh, self.context)
                 slot.learner = fresh
                 slot.card.n_resets += 1

@@ -139,6 +139,11 @@ class StreamContext:
         if self._recent.maxlen is None or self._recent.maxlen < n:
             self._recent = deque(self._recent, maxlen=n)
 
+    @property
+    def capacity(self) -> int:
+        """How many of the most recent labels are remembered (what the wrappers need)."""
+        return self._recent.maxlen or 1
+
     def arrive(self) -> int:
         """Register a new instance; return its arrival index."""
         index = self.n_arrived
