@@ -229,11 +229,6 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
             return self._trees.predict_labels(model, *_clean_tree_batch(xs))
         return [argmax(p) for p in self.predict_proba_many(xs, **kwargs)]
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_trees" not in state:  # pickled before batched trees existed
-            self._trees = TreeBatch()
-
 
 class RiverRegressor(StreamLearner, LearnerWrapper, river_base.Regressor):
     """A river regressor (or a pipeline ending in one) as a streameval learner.
