@@ -48,8 +48,9 @@ from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.spec import build_learner
 from streameval.pipeline.pairs import PairwiseComparisons
-from streameval.pipeline.reeval.bins import average_per_bin, dominant_per_bin
+from streameval.pipeline.reeval.bins import average_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
+from streameval.pipeline.reeval.rounds import Rounds, label_of
 from streameval.pipeline.reeval.summary import weights_preset
 from streameval.pipeline.report.curves import CurveRecorder
 from streameval.pipeline.scorecard import Scorecard
@@ -125,6 +126,7 @@ class Experiment:
         self._lags = self.context.capacity
         self._updated: set[str] = set()
         self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
+        self.rounds = Rounds(self.buffer, config.bins, classification=self.classification)
         self._per = NoChange()
         self._maj = Majority()
         self.pairs = PairwiseComparisons(
@@ -154,9 +156,6 @@ class Experiment:
         self.last_ts = 0.0
         self.ended = False
         self.curves = CurveRecorder()  # the periodic snapshots, for results()["curves"]
-        # d_D of the histories met at the current label: equal histories (No-Change the
-        # learner and the reference, Majority likewise) are binned once
-        self._seen_bins: list[tuple[list, list]] = []
 
     # -- construction -----------------------------------------------------------------------
 
@@ -233,24 +232,6 @@ class Experiment:
             return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
         return list(learner.predict_many(xs, at=ats))
 
-    def _round(self, inst: Any | None) -> tuple[list[Any], list[list[Any]]]:
-        """The re-evaluation round of this label, and the labelled instance's final
-        prediction, in **one** batched call per learner.
-
-        Returns the instances due (:meth:`PendingBuffer.due`) and, per slot, the
-        predictions for them followed, when ``inst`` is given, by the
-        test-then-train prediction of ``inst``. Both are made by the model
-        that has not yet learned this label, so one call serves both; the
-        instances' features come as rows of the buffer's matrix.
-        """
-        due = self.buffer.due(self.n_labelled) if self.config.reeval else []
-        members = [*due, inst] if inst is not None else due
-        if not members:
-            return due, [[] for _ in self.slots]
-        xs = self.buffer.batch(members)
-        ats = [m.at for m in members]
-        return due, [self._predict_many(slot.learner, xs, ats) for slot in self.slots]
-
     def _on_features(self, ev: FeatureEvent) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
         if ev.id in self.buffer:
@@ -269,8 +250,8 @@ class Experiment:
             self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
         if self.classification:
-            self.buffer.record(ev.id, PER, ev.ts, argmax(self._per.predict_proba_one(ev.x)))
-            self.buffer.record(ev.id, MAJ, ev.ts, argmax(self._maj.predict_proba_one(ev.x)))
+            self.buffer.record(ev.id, PER, ev.ts, label_of(self._per, ev.x))
+            self.buffer.record(ev.id, MAJ, ev.ts, label_of(self._maj, ev.x))
         out: list[Output] = []
         positive = self.config.positive
         scores: list[float] = []
@@ -301,12 +282,15 @@ class Experiment:
         # No label was learned and the features did not change since the first
         # prediction: every learner would predict the same again (immediate labels).
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
-        self._seen_bins.clear()
+        self.rounds.start_label()
         refs = self._references(inst, ev.ts, unchanged)
         due: list[Any] = []
         batched: list[list[Any]] = []
         if self.config.reeval:
-            due, batched = self._round(None if unchanged else inst)
+            learners = [slot.learner for slot in self.slots]
+            due, batched = self.rounds.predict(
+                learners, self._predict_many, self.n_labelled, None if unchanged else inst
+            )
         out = self._score(inst, y, ev, refs, scores, unchanged, batched)
         if self.config.reeval:
             out.extend(self._repredict(ev.ts, due, batched))
@@ -344,19 +328,9 @@ class Experiment:
         if unchanged:
             per_final, maj_final = refs.per_first, refs.maj_first
         else:
-            per_final = argmax(self._per.predict_proba_one(inst.x))
-            maj_final = argmax(self._maj.predict_proba_one(inst.x))
-        B = self.n_bins
-        refs.per_bins = [
-            refs.per_first,
-            *self._dominant(inst.history[PER], inst.ts, ts, B),
-            per_final,
-        ]
-        refs.maj_bins = [
-            refs.maj_first,
-            *self._dominant(inst.history[MAJ], inst.ts, ts, B),
-            maj_final,
-        ]
+            per_final, maj_final = label_of(self._per, inst.x), label_of(self._maj, inst.x)
+        refs.per_bins = self.rounds.reference_bins(inst, PER, ts, per_final)
+        refs.maj_bins = self.rounds.reference_bins(inst, MAJ, ts, maj_final)
         return refs
 
     def _score(
@@ -388,7 +362,7 @@ class Experiment:
             bins = None
             if reeval:
                 middle = (
-                    self._dominant(history, inst.ts, ev.ts, B)
+                    self.rounds.dominant(history, inst.ts, ev.ts)
                     if self.classification
                     else average_per_bin(history, inst.ts, ev.ts, B)
                 )
@@ -449,49 +423,27 @@ class Experiment:
                 slot.card.n_resets += 1
 
     def _repredict(self, ts: float, due: list[Any], batched: list[list[Any]]) -> list[Output]:
-        """Record the round's predictions (made by :meth:`_round`) for the instances due."""
+        """Record the round's predictions for the instances due, the references' too."""
         if not due:
             return []
         n = len(due)
+        predictions: dict[str, list[Any]] = {}
         if self.classification:
-            rows = self.buffer.rows_of(due)
-
-            def record(due: list[Any], key: str, ts: float, preds: list[Any]) -> int:
-                return self.buffer.record_many(due, key, ts, preds, rows)
-
-            per = argmax(self._per.predict_proba_one(due[0].x))
-            maj = argmax(self._maj.predict_proba_one(due[0].x))
-            record(due, PER, ts, [per] * n)
-            record(due, MAJ, ts, [maj] * n)
-        else:
-            record = self._record_each
-        out: list[Output] = []
+            predictions[PER] = [label_of(self._per, due[0].x)] * n
+            predictions[MAJ] = [label_of(self._maj, due[0].x)] * n
         for slot, preds in zip(self.slots, batched, strict=True):
-            preds = preds[:n]
-            record(due, slot.name, ts, preds)
-            if self.emit_predictions:
-                out.extend(
-                    PredictionEvent(self.config.stream, slot.name, d.uid, ts, "repredict", y_pred)
-                    for d, y_pred in zip(due, preds, strict=True)
-                )
+            predictions[slot.name] = preds[:n]
+        self.rounds.record(ts, due, predictions)
         self.n_repredictions += n * len(self.slots)
         self.max_held = max(self.max_held, self.buffer.n_predictions_held)
-        return out
-
-    def _record_each(self, due: list[Any], key: str, ts: float, preds: list[Any]) -> int:
-        """Regression values are recorded one by one (compaction compares floats)."""
-        return sum(self.buffer.record(d.uid, key, ts, y) for d, y in zip(due, preds, strict=True))
-
-    def _dominant(self, history: list, t_start: float, t_end: float, n_bins: int) -> list[Any]:
-        """``dominant_per_bin`` of ``history``, reused for an equal history of the same
-        instance (the callers all pass this label's waiting period)."""
-        seen = self._seen_bins
-        for other, bins in seen:
-            if other == history:
-                return bins
-        bins = dominant_per_bin(history, t_start, t_end, n_bins)
-        seen.append((history, bins))
-        return bins
+        if not self.emit_predictions:
+            return []
+        stream = self.config.stream
+        return [
+            PredictionEvent(stream, slot.name, d.uid, ts, "repredict", y_pred)
+            for slot in self.slots
+            for d, y_pred in zip(due, predictions[slot.name], strict=True)
+        ]
 
     def _on_end(self, ev: EndOfStream) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
