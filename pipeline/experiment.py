@@ -180,6 +180,11 @@ class Experiment:
         out = {}
         for name, model in given.items():
             learner = as_learner(model, config.task)
+            if config.drift_reset and not hasattr(learner, "clone"):
+                raise ValueError(
+                    f"learner {name!r} has no clone(): a drift reset restarts a learner as its "
+                    "untrained clone (a River estimator has one)"
+                )
             bind_context(learner, self.context)
             out[name] = learner
         return out

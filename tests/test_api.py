@@ -229,3 +229,28 @@ def test_results_views(tmp_path: Path) -> None:
     assert results.plot(tmp_path / "b.png").stat().st_size > 0
     report = results.report(tmp_path / "report")
     assert report.name == "report.html" and "nb" in report.read_text()
+
+
+class _Protocol:
+    """A learner of streameval's protocol that is no River estimator (no clone())."""
+
+    def learn_one(self, x: dict, y: Any, *, at: int | None = None) -> None:
+        self.last = y
+
+    def predict_proba_one(self, x: dict, *, at: int | None = None) -> dict:
+        return {getattr(self, "last", "a"): 1.0}
+
+    def predict_proba_many(self, xs: list, *, at: list[int] | None = None) -> list[dict]:
+        return [self.predict_proba_one(x) for x in xs]
+
+
+def test_a_protocol_learner_runs_and_a_reset_without_clone_is_refused() -> None:
+    stream = [({}, "ab"[(i // 2) % 2]) for i in range(40)]
+    results = streameval.evaluate(stream, {"mine": _Protocol()})
+    # runs of two: No-Change is right at every second label (20/40; nothing to repeat at the
+    # first); "mine" predicts the last label too, and "a" at the first: one more right
+    entry = results.learners["mine"]
+    assert entry["accuracy"] == 21 / 40
+    assert entry["kappa_per"] == pytest.approx((21 / 40 - 20 / 40) / (1 - 20 / 40))
+    with pytest.raises(ValueError, match="'mine' has no clone"):
+        streameval.evaluate(stream, {"mine": _Protocol()}, detectors=["ph"], drift_reset=True)

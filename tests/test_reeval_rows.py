@@ -10,7 +10,6 @@ cached naive Bayes sums against computing them afresh, and the bisection
 
 from __future__ import annotations
 
-import copy
 import math
 import pickle
 import random
@@ -31,7 +30,6 @@ from streameval.pipeline.learners.naive_bayes import MixedNB
 from streameval.pipeline.learners.river_adapter import RiverClassifier, clean
 from streameval.pipeline.reeval.bins import _dominant_by_sweep, dominant_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
-from streameval.pipeline.reeval.history import PredictionHistory
 from streameval.pipeline.reeval.rows import FeatureRows, PendingRows
 
 
@@ -237,24 +235,6 @@ def test_record_many_falls_back_to_record_for_other_labels_and_its_errors() -> N
     gone = many.pop("i0")
     with pytest.raises(KeyError):
         many.record_many([gone], "m", 9.0, ["A"])
-
-
-def test_a_checkpoint_from_before_the_rows_gets_them_back() -> None:
-    buf = PendingBuffer(k=2)
-    buf.add("a", at=0, ts=0.0, x={"f": 1.0}, labels_seen=0)
-    buf.record("a", "m", 0.0, "UP")
-    buf.get("a").history["m"] = [(0.0, "UP")]  # and histories were lists of tuples
-    state = copy.copy(buf.__dict__)
-    for name in ("rows", "_last", "_codes", "_labels"):
-        del state[name]
-    old = PendingBuffer.__new__(PendingBuffer)
-    old.__setstate__(state)
-    inst = old.get("a")
-    assert inst.row == 0 and old.batch([inst]).frame.values.tolist() == [[1.0]]
-    old.due(1)
-    assert old.record_many(old.due(2), "m", 3.0, ["DOWN"]) == 1
-    assert inst.history["m"] == [(0.0, "UP"), (3.0, "DOWN")]
-    assert isinstance(inst.history["m"], PredictionHistory)
 
 
 # -- argmax -----------------------------------------------------------------------------------
