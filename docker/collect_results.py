@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from streameval.pipeline.report.html import write_report
 
-    from streameval.cli.main import print_results
+    from streameval.cli.experiment import print_results
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

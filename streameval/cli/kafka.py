@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.agents.config import ENV_FIELDS, SECRET_FIELDS, KafkaSettings
+from streameval.cli.experiment import add_experiment_options
 from streameval.cli.settings import EnvSetting
 
 log = logging.getLogger(__name__)
@@ -400,7 +401,7 @@ def _run_with_worker(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from streameval.cli.main import config_from_args, print_results, write_outputs
+    from streameval.cli.experiment import config_from_args, print_results, write_outputs
 
     if not args.stream_id:
         args.stream_id = f"{args.dataset}-{uuid.uuid4().hex[:8]}"
@@ -513,7 +514,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from streameval.cli.main import config_from_args
+    from streameval.cli.experiment import config_from_args
     from streameval.pipeline.evaluate import prepare
 
     settings = _settings(args)
@@ -525,7 +526,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any, add_experiment_options: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(sub: Any) -> None:
     """Add the Kafka subcommands to the ``streameval`` parser."""
     p = sub.add_parser(
         "run",
