@@ -40,6 +40,7 @@ from river import compose, preprocessing
 from river import tree as river_tree
 from streameval.pipeline.learners.base import Features, Proba, StreamContext, argmax, bind_context
 from streameval.pipeline.learners.batch import NumericFrame, TreeBatch
+from streameval.pipeline.learners.labelset import order_labels
 from streameval.pipeline.learners.mixins import (
     LearnerWrapper,
     ProbaMixin,
@@ -155,7 +156,8 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
     """
 
     def __init__(self, model: river_base.Classifier) -> None:
-        self.model = model
+        # labels in first-seen order, not a set's hash order (see learners.labelset)
+        self.model = order_labels(model)
         self._trees = TreeBatch()
 
     @classmethod
