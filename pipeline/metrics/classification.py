@@ -37,67 +37,33 @@ scalar the agreement with ``y_maj``. ``p_per = sum_i P(i, i)`` is also kept as
 one running sum updated exactly like the accuracy, so that the identities above
 hold to the last bit (summing ``k`` floats in another order would not).
 
-Forgetting (``prequential-error-fading-factors.txt`` sect. 3.3): every
-estimator is a weighted count with the weights of Algorithm 1 (all 1),
-Algorithm 2 (1 inside the last ``w`` observations, a ring buffer whose evicted
-observation is subtracted) or Algorithm 3 (``alpha^(i-k)``). Multiplying ``k``
-counts by ``alpha`` at every step would cost ``O(k)``; instead the newest
-observation gets weight ``alpha^-(i-1)`` and all estimates are ratios, so the
-common factor cancels (every stored value is rescaled once the weight exceeds
-``1e100``). The effective number of observations ``n`` is the count, ``min(w, i)``
-or ``N_alpha(i)`` of eq. 1. A fading factor of 1 gives the whole-history counts.
+Forgetting (``prequential-error-fading-factors.txt`` sect. 3.3) is not built in:
+the counts live in one :class:`~streameval.pipeline.metrics.confusion.ConfusionMatrix`,
+fed through :class:`~streameval.pipeline.metrics.rolling.Rolling` (Algorithm 2) or
+:class:`~streameval.pipeline.metrics.faded.Faded` (Algorithm 3, lazily weighted) as
+:class:`Forgetting` says, and every statistic is read from it as the metrics of
+:mod:`~streameval.pipeline.metrics.kappa` read it. The effective number of observations
+``n`` is the count, ``min(w, i)`` or ``N_alpha(i)`` of eq. 1.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable
 from typing import Any
 
+from streameval.pipeline.metrics.base import NAN, RESCALE_ABOVE, ratio
+from streameval.pipeline.metrics.confusion import ConfusionMatrix
 from streameval.pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.metrics.kappa import geometric_mean, kappa_plus, kappa_stats
 
-NAN = float("nan")
-RESCALE_ABOVE = 1e100  # lazy fading scale: renormalise stored weights above this
-
-
-def ratio(num: float, den: float) -> float:
-    """``num / den``, ``nan`` when the denominator is 0 (an undefined statistic)."""
-    return num / den if den != 0 else NAN
-
-
-def kappa_plus(kappa: float, kappa_per: float) -> float:
-    """Eq. 14: ``sqrt(max(0, kappa) max(0, kappa_per))``; nan if either input is nan.
-
-    >>> kappa_plus(0.64, 0.25), kappa_plus(0.5, -0.1)
-    (0.4, 0.0)
-    """
-    if math.isnan(kappa) or math.isnan(kappa_per):
-        return NAN
-    return math.sqrt(max(0.0, kappa) * max(0.0, kappa_per))
-
-
-def kappa_stats(p: float, p_ran: float, p_per: float, p_maj: float, n: float) -> dict[str, float]:
-    """The Kappa family from the four accuracies and the effective sample size.
-
-    Eq. 10-14 of ``temporal-dependence-evaluation-journal.txt``; ``n`` is the
-    ``N`` of eq. 11-12. Undefined values (a zero denominator) are nan.
-
-    >>> s = kappa_stats(p=0.75, p_ran=0.5, p_per=0.5, p_maj=0.5, n=4)
-    >>> s["kappa"], s["kappa_per"], s["kappa_plus"], s["kappa_m"]
-    (0.5, 0.5, 0.5, 0.5)
-    """
-    kappa = ratio(p - p_ran, 1.0 - p_ran)
-    var = ratio(p * (1.0 - p), n * (1.0 - p_ran) ** 2)  # eq. 11, squared
-    var0 = ratio(p_ran, n * (1.0 - p_ran))  # eq. 12, squared
-    kappa_per = ratio(p - p_per, 1.0 - p_per)
-    return {
-        "kappa": kappa,
-        "kappa_se": math.sqrt(var) if var >= 0.0 else NAN,
-        "kappa_z": ratio(kappa, math.sqrt(var0)) if var0 >= 0.0 else NAN,
-        "kappa_per": kappa_per,
-        "kappa_plus": kappa_plus(kappa, kappa_per),
-        "kappa_m": ratio(p - p_maj, 1.0 - p_maj),
-    }
+__all__ = [
+    "RESCALE_ABOVE",
+    "ClassificationMetrics",
+    "geometric_mean",
+    "kappa_plus",
+    "kappa_stats",
+    "ratio",
+]
 
 
 class ClassificationMetrics:
@@ -128,23 +94,8 @@ class ClassificationMetrics:
 
     def __init__(self, forgetting: Forgetting = Forgetting.whole()) -> None:  # noqa: B008
         self.forgetting = forgetting
-        self._fading = forgetting.kind == "fading"
-        self._alpha = float(forgetting.alpha) if self._fading else 1.0  # type: ignore[arg-type]
-        self._size = int(forgetting.window) if forgetting.kind == "window" else 0  # type: ignore[arg-type]
-        self._ring: list[tuple[Hashable, Hashable, Hashable, Hashable] | None] | None = (
-            [None] * self._size if self._size else None
-        )
-        self._pos = 0
-        self._g = 1.0  # weight of the next observation
-        self._last = 1.0  # weight of the newest observation (1 once rescaled)
-        self._n = 0.0  # sum of weights
-        self._correct = 0.0  # [y_pred == y_true]
-        self._maj = 0.0  # [y_maj == y_true]
-        self._per_total = 0.0  # [y_per == y_true] = sum_i P(i, i), see get()
-        self._true: dict[Hashable, float] = {}  # P(i)
-        self._pred: dict[Hashable, float] = {}  # P_h(i)
-        self._per: dict[Hashable, float] = {}  # P(i, i): [y_per == y_true == i]
-        self._hit: dict[Hashable, float] = {}  # [y_pred == y_true == i] (recall)
+        self.cm = ConfusionMatrix()
+        self._feed = forgetting.wrap(self.cm)
 
     def update(
         self,
@@ -153,76 +104,14 @@ class ClassificationMetrics:
         y_per: Hashable | None,
         y_maj: Hashable | None,
     ) -> None:
-        if y_true is None:
+        if y_true is None:  # before a window evicts anything
             raise ValueError("y_true must be a label, got None")
-        ring = self._ring
-        if ring is not None:
-            pos = self._pos
-            old = ring[pos]
-            if old is not None:
-                self._evict(*old)
-            ring[pos] = (y_true, y_pred, y_per, y_maj)
-            pos += 1
-            self._pos = 0 if pos == self._size else pos
-        g = self._g
-        self._n += g
-        true = self._true
-        true[y_true] = true.get(y_true, 0.0) + g
-        if y_pred is not None:
-            pred = self._pred
-            pred[y_pred] = pred.get(y_pred, 0.0) + g
-            if y_pred == y_true:
-                self._correct += g
-                hit = self._hit
-                hit[y_true] = hit.get(y_true, 0.0) + g
-        if y_per == y_true:
-            self._per_total += g
-            per = self._per
-            per[y_true] = per.get(y_true, 0.0) + g
-        if y_maj == y_true:
-            self._maj += g
-        if self._fading:
-            self._last = g
-            if g > RESCALE_ABOVE:
-                self._rescale(g)
-            self._g = self._last / self._alpha
-
-    def _evict(
-        self,
-        y_true: Hashable,
-        y_pred: Hashable | None,
-        y_per: Hashable | None,
-        y_maj: Hashable | None,
-    ) -> None:
-        """Algorithm 2: subtract the observation leaving the window (weight 1)."""
-        self._n -= 1.0
-        self._true[y_true] -= 1.0
-        if y_pred is not None:
-            self._pred[y_pred] -= 1.0
-            if y_pred == y_true:
-                self._correct -= 1.0
-                self._hit[y_true] -= 1.0
-        if y_per == y_true:
-            self._per_total -= 1.0
-            self._per[y_true] -= 1.0
-        if y_maj == y_true:
-            self._maj -= 1.0
-
-    def _rescale(self, g: float) -> None:
-        """Divide every stored weight by ``g`` so that the newest one is 1."""
-        self._n /= g
-        self._correct /= g
-        self._maj /= g
-        self._per_total /= g
-        for d in (self._true, self._pred, self._per, self._hit):
-            for key in d:
-                d[key] /= g
-        self._last = 1.0
+        self._feed.update(y_true, y_pred, y_per, y_maj)
 
     @property
     def n(self) -> float:
         """Effective number of observations: count, ``min(w, i)`` or ``N_alpha``."""
-        return self._n / self._last
+        return self.cm.n
 
     def get(self) -> dict[str, Any]:
         """All statistics; undefined values (a zero denominator) are ``nan``.
@@ -234,25 +123,19 @@ class ClassificationMetrics:
         ``priors`` (``P(i)``) and ``p_per_joint`` (``P(i, i)``, summing to
         ``p_per``). ``gmean`` is over the classes with a positive weight.
         """
-        total = self._n
-        true = self._true
-        recall = {c: ratio(self._hit.get(c, 0.0), t) for c, t in true.items()}
+        cm = self.cm
+        total = cm.total
+        true = cm.true
+        recall = cm.recall()
         present = [r for c, r in recall.items() if true[c] > 0.0]
+        p, p_ran, p_per, p_maj = cm.rates()
         if total <= 0.0:
-            p = p_ran = p_per = p_maj = NAN
             priors = dict.fromkeys(true, NAN)
             joint = dict.fromkeys(true, NAN)
         else:
-            pred = self._pred
-            p = self._correct / total
-            p_ran = sum(t * pred.get(c, 0.0) for c, t in true.items()) / (total * total)
-            # sum_i P(i, i), accumulated in one running sum exactly like the
-            # accuracy, so a learner predicting y_per gets kappa_per == 0.0
-            p_per = self._per_total / total
-            p_maj = self._maj / total
             priors = {c: t / total for c, t in true.items()}
-            joint = {c: self._per.get(c, 0.0) / total for c in true}
-        n = self.n
+            joint = {c: cm.per.get(c, 0.0) / total for c in true}
+        n = cm.n
         stats = kappa_stats(p, p_ran, p_per, p_maj, n)
         return {
             "n": n,
@@ -272,18 +155,3 @@ class ClassificationMetrics:
             "gmean": geometric_mean(present),
             "priors": priors,
         }
-
-
-def geometric_mean(values: list[float]) -> float:
-    """Geometric mean of non-negative values; nan for an empty list or a nan value.
-
-    >>> geometric_mean([0.5, 0.5]), geometric_mean([1.0, 0.0]), geometric_mean([])
-    (0.5, 0.0, nan)
-    """
-    if not values or any(math.isnan(v) for v in values):
-        return NAN
-    product = math.prod(values)
-    if product > 0.0 or min(values) <= 0.0:
-        return product ** (1.0 / len(values))
-    # the product underflowed although every value is positive
-    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
