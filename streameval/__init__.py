@@ -7,6 +7,10 @@
 >>> round(results.metric("kappa_per")["nb"], 3)  # > 0: it beats No-Change
 0.98
 
+The learners (``streameval.NoChange``, ``TemporallyAugmented``, ...) are River estimators
+and the metrics (``streameval.KappaTemporal``, ``Rolling``, ``Faded``, ...) River-style
+``update`` / ``get`` objects, usable on their own.
+
 The core lives in :mod:`streameval.pipeline` (no Kafka), the Kafka layer in
 :mod:`streameval.agents`, the topic schemas in :mod:`streameval.schemas` and the command
 line in :mod:`streameval.cli`.
@@ -24,7 +28,19 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate": "streameval.pipeline.evaluate",
     "Results": "streameval.pipeline.results",
-}
+    # learners and wrappers (River estimators)
+    **dict.fromkeys(
+        ["NoChange", "Majority", "TargetMean", "MixedNB", "TemporallyAugmented",
+         "TemporalCorrection"],
+        "streameval.pipeline.learners",
+    ),
+    # metrics (update / revert / get) and their window and fading estimates
+    **dict.fromkeys(
+        ["Accuracy", "CohenKappa", "KappaTemporal", "KappaM", "KappaPlus", "GMean", "AUC",
+         "PrequentialAUC", "ConfusionMatrix", "Rolling", "Faded"],
+        "streameval.pipeline.metrics",
+    ),
+}  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
 

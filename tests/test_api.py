@@ -254,3 +254,22 @@ def test_a_protocol_learner_runs_and_a_reset_without_clone_is_refused() -> None:
     assert entry["kappa_per"] == pytest.approx((21 / 40 - 20 / 40) / (1 - 20 / 40))
     with pytest.raises(ValueError, match="'mine' has no clone"):
         streameval.evaluate(stream, {"mine": _Protocol()}, detectors=["ph"], drift_reset=True)
+
+
+def test_the_public_names_resolve_and_compose() -> None:
+    """Every name of ``streameval.__all__`` imports; a metric composes with its window and
+    fading estimate from the top-level names (figures by hand)."""
+    for name in streameval.__all__:
+        assert getattr(streameval, name) is not None, name
+    y = ["a", "a", "b", "b", "a"]
+    pred = ["a", "b", "b", "a", "a"]
+    per = [None, "a", "a", "b", "b"]  # No-Change: the previous label
+    window = streameval.Rolling(streameval.KappaTemporal(), window=3)
+    faded = streameval.Faded(streameval.Accuracy(), alpha=0.5)
+    for t in range(5):
+        window.update(y[t], pred[t], per[t])
+        faded.update(y[t], pred[t])
+    # the last three: right b/b, wrong b/a, right a/a (2/3); No-Change right once (b/b): 1/3
+    assert window.get() == pytest.approx((2 / 3 - 1 / 3) / (1 - 1 / 3))
+    # weights 1/16, 1/8, 1/4, 1/2, 1 on right, wrong, right, wrong, right
+    assert faded.get() == pytest.approx((1 / 16 + 1 / 4 + 1) / (1 / 16 + 1 / 8 + 1 / 4 + 1 / 2 + 1))
