@@ -6,8 +6,6 @@ BIN := $(VENV)/bin
 PYTHON ?= python3
 # the real datasets: $STREAMEVAL_DATA_DIR, else ../shared/datasets beside the clone if it exists
 export STREAMEVAL_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
-# one string-hash seed for every process, so in-process and Kafka runs agree to the last bit
-export PYTHONHASHSEED ?= 0
 
 .PHONY: help install test lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report readme-check
 

@@ -81,7 +81,7 @@ def test_help_runs_for_every_command() -> None:
             capture_output=True,
             text=True,
             timeout=60,
-            env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+            env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"},
         )
         assert done.returncode == 0, (name, done.stderr)
         assert done.stdout.startswith("usage: streameval"), name
@@ -90,7 +90,7 @@ def test_help_runs_for_every_command() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"},
     ).stdout
     flat = " ".join(evaluate.split())
     assert "--bins B number of bins between first prediction and label (default 50)" in flat
@@ -118,7 +118,7 @@ def test_help_shows_the_config_files_values(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"},
     ).stdout
     assert "(default: 1000) [now 321: file c.toml:2]" in " ".join(out.split())
 

@@ -69,7 +69,6 @@ def test_run_without_a_broker_fails_fast_naming_the_address(data_dir: Path) -> N
     env = {
         **os.environ,
         "KAFKA_BOOTSTRAP_SERVERS": NOWHERE,
-        "PYTHONHASHSEED": "0",
         "STREAMEVAL_DATA_DIR": str(data_dir),  # `run` loads the dataset before the broker
     }
     cmd = [sys.executable, "-m", "streameval.cli", "run", "--dataset", "electricity",
@@ -96,7 +95,6 @@ def test_run_whose_broker_dies_mid_run_exits_75_after_the_timeout(data_dir: Path
         env = {
             **os.environ,
             "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-            "PYTHONHASHSEED": "0",
             "STREAMEVAL_DATA_DIR": str(data_dir),
         }
         cmd = [sys.executable, "-m", "streameval.cli", "run", "--dataset", "electricity",

@@ -199,7 +199,6 @@ def shell_env(data_dir: Path) -> dict[str, str]:
     }
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
     env["STREAMEVAL_DATA_DIR"] = str(data_dir.resolve())
-    env["PYTHONHASHSEED"] = "0"
     env["COLUMNS"] = "200"
     return env
 

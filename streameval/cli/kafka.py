@@ -248,7 +248,6 @@ def start_worker(
     """Start ``streameval worker`` as a child process (logs to ``log_path``)."""
     env = {**os.environ, **env_extra, "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers or ""}
     env["STREAMEVAL_TOPIC_PREFIX"] = settings.topic_prefix
-    env.setdefault("PYTHONHASHSEED", "0")
     cmd = [sys.executable, "-m", "streameval.cli", "worker", *(extra_args or [])]
     handle = open(log_path, "ab")  # noqa: SIM115 - closed by the process end
     return subprocess.Popen(cmd, env=env, stdout=handle, stderr=subprocess.STDOUT)

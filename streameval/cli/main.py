@@ -227,12 +227,6 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None and os.environ.get("PYTHONHASHSEED") is None:
-        # One string-hash seed for every streameval process (this one, its workers):
-        # learners that iterate over sets of labels then sum in the same order, and
-        # in-process and Kafka runs agree to the last bit.
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        os.execve(sys.executable, [sys.executable, "-m", "streameval.cli", *sys.argv[1:]], env)
     from streameval.cli.settings import parse_args
 
     parser = build_parser()
