@@ -7,30 +7,31 @@ import json
 import pytest
 
 from streameval import bench
+from streameval.bench import cli, target6, targets45
 
 
 def test_fit_recovers_a_line() -> None:
-    a, b, r2 = bench._fit([1.0, 2.0, 3.0, 4.0], [12.0, 22.0, 32.0, 42.0])
+    a, b, r2 = targets45._fit([1.0, 2.0, 3.0, 4.0], [12.0, 22.0, 32.0, 42.0])
     assert a == pytest.approx(2.0) and b == pytest.approx(10.0) and r2 == pytest.approx(1.0)
 
 
 def test_interleave_is_round_robin_and_keeps_every_item() -> None:
-    got = list(bench._interleave([iter("abc"), iter("x"), iter("12")]))
+    got = list(target6._interleave([iter("abc"), iter("x"), iter("12")]))
     assert got == ["a", "x", "1", "b", "2", "c"]
 
 
 def test_stream_ids_land_where_both_partitioners_agree() -> None:
-    ids = bench._stream_ids("t", 4, 2)
+    ids = target6._stream_ids("t", 4, 2)
     assert len(set(ids)) == 4
     for i, sid in enumerate(ids):
-        assert bench._partitions_of(sid, 2) == (i % 2, i % 2)
+        assert target6._partitions_of(sid, 2) == (i % 2, i % 2)
 
 
 def test_targets_parse_and_reject_unknown() -> None:
-    assert bench._targets(None) == list(bench.TARGETS)
-    assert bench._targets(["t5,1"]) == ["1", "5"]
+    assert cli._targets(None) == list(bench.TARGETS)
+    assert cli._targets(["t5,1"]) == ["1", "5"]
     with pytest.raises(ValueError, match="unknown targets"):
-        bench._targets(["9"])
+        cli._targets(["9"])
 
 
 def test_bench_registers_as_a_subcommand() -> None:
@@ -40,7 +41,7 @@ def test_bench_registers_as_a_subcommand() -> None:
     sub = parser.add_subparsers(dest="command")
     bench.add_bench_command(sub)
     args = parser.parse_args(["bench", "--quick", "--only", "1", "--out", "x"])
-    assert args.quick and args.only == ["1"] and args.handler is bench.cmd_bench
+    assert args.quick and args.only == ["1"] and args.handler is cli.cmd_bench
 
 
 def _run_quick(tmp_path, data_dir, only: str) -> dict:
