@@ -136,7 +136,7 @@ def run_inline(
     Returns what ``produce`` returned. ``produce`` is given an event that is set when
     the evaluation stopped early (the stream failed, the time ran out): it should
     then stop producing. The results document is on the metrics
-    topic when this returns (read it with a :class:`~streameval.cli.kafka.ResultsWaiter`
+    topic when this returns (read it with a :class:`~streameval.agents.run.ResultsWaiter`
     created before ``produce`` submits the experiment).
     """
     import secrets

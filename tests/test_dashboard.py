@@ -368,11 +368,10 @@ def test_dashboard_updates_live_in_chromium(
     browser: Any, kafka_settings: Any, kafka_prefix: str, data_dir: Path, tmp_path: Path
 ) -> None:
     from streameval.agents.replay import PackedMessages, replay
+    from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
     from streameval.agents.topics import ensure_topics
     from streameval.pipeline.config import ExperimentConfig
     from streameval.pipeline.evaluate import prepare, schedule
-
-    from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
 
     started = time.monotonic()
     settings = replace(kafka_settings, topic_prefix=kafka_prefix)

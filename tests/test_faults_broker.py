@@ -50,14 +50,13 @@ from streameval.agents.broker import EmbeddedBroker
 from streameval.agents.config import KafkaSettings
 from streameval.agents.health import EXIT_BROKER_LOST, PROBE_TIMEOUT
 from streameval.agents.replay import PackedMessages, replay
+from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
 from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
 from streameval.pipeline.merge import topic_of
 from streameval.pipeline.runner import StreamRunner
 from test_kafka_pipeline import read_topic
-
-from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
 
 pytestmark = pytest.mark.kafka
 

@@ -21,15 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from streameval.agents.codec import encode
 from streameval.agents.replay import PackedMessages, replay
-from streameval.agents.topics import TopicNames, ensure_topics
-from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
-from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent, clean
-from streameval.pipeline.merge import FEATURES, LABELS, topic_of
-from streameval.pipeline.report.curves import curves_from_snapshots
-from streameval.pipeline.runner import StreamRunner
-
-from streameval.cli.kafka import (
+from streameval.agents.run import (
     ResultsWaiter,
     replay_dataset,
     run_through_kafka,
@@ -37,6 +29,13 @@ from streameval.cli.kafka import (
     stop_worker,
     submit_experiment,
 )
+from streameval.agents.topics import TopicNames, ensure_topics
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
+from streameval.pipeline.events import DriftEvent, EndOfStream, PredictionEvent, clean
+from streameval.pipeline.merge import FEATURES, LABELS, topic_of
+from streameval.pipeline.report.curves import curves_from_snapshots
+from streameval.pipeline.runner import StreamRunner
 
 REPO = Path(__file__).resolve().parents[1]
 

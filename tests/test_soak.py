@@ -52,13 +52,12 @@ import pytest
 from streameval.agents.broker import EmbeddedBroker
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import PackedMessages, replay
+from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
 from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import prepare, schedule
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent
 from streameval.pipeline.ingest import IngestGuard
-
-from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
 
 pytestmark = [
     pytest.mark.kafka,

@@ -158,7 +158,7 @@ RUN_MODULES = (
 
 
 def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
-    """``streameval.cli.kafka.run_through_kafka`` as ``streameval run`` does it, on the bench
+    """``streameval.agents.run.run_through_kafka`` as ``streameval run`` does it, on the bench
     broker.
 
     Timed around the whole call. Hooks (wrapping, not replacing, the functions
@@ -167,7 +167,7 @@ def child_kafka_run(job: dict[str, Any]) -> dict[str, Any]:
     (``--loglevel info``) gives the moment its consumer was ready, so the row
     can split start-up from processing.
     """
-    from streameval.cli import kafka as commands
+    from streameval.agents import run as commands
     from streameval.pipeline.config import ExperimentConfig
 
     # What run_through_kafka imports on first use is imported before the clock starts, as

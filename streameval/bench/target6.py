@@ -85,8 +85,8 @@ def child_kafka_curve(job: dict[str, Any]) -> dict[str, Any]:
     import tempfile
 
     from streameval.agents.replay import PackedMessages, replay
+    from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
     from streameval.agents.topics import ensure_topics
-    from streameval.cli.kafka import ResultsWaiter, start_worker, stop_worker, submit_experiment
     from streameval.pipeline.config import ExperimentConfig
     from streameval.pipeline.evaluate import prepare, schedule
 

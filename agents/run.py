@@ -1,0 +1,326 @@
+"""The ``run`` job and its parts on a Kafka cluster: submit an experiment, replay a dataset,
+start and stop a worker process, wait for results on the metrics topic.
+
+``streameval run``, ``submit`` and ``replay`` call these; so do the bench and the tests, and
+any program that drives streameval's topics from Python.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streameval.agents.config import KafkaSettings
+
+RESULTS_TIMEOUT = 600.0
+#: ``run``'s worker checkpoints every this many events (the worker's default is 20,000): it
+#: serves one run, which ends if it dies, so only its last checkpoint (written when it is idle
+#: for a second, and after the results) could ever be read. Pickling the runner every 20,000
+#: events stalls the agent for ~1 s of a 13 s electricity run.
+RUN_CHECKPOINT_EVERY = 1_000_000
+
+
+def submit_experiment(settings: KafkaSettings, config: Any) -> None:
+    """Write ``config`` to the compacted experiments topic (key = stream id)."""
+    from confluent_kafka import Producer
+    from streameval.agents.codec import encode
+    from streameval.agents.topics import PARTITIONER, TopicNames
+    from streameval.schemas import validate
+
+    message = config.to_dict()
+    reason = validate("experiments", message)
+    if reason is not None:
+        raise ValueError(f"experiment does not fit its schema: {reason}")
+    # a stream's definition must land on the same partition number as its events, or
+    # another worker would own it
+    producer = Producer({**settings.confluent_config(), "enable.idempotence": True, **PARTITIONER})
+    names = TopicNames.for_prefix(settings.topic_prefix)
+    producer.produce(names.experiments, encode(message), config.stream.encode("utf-8"))
+    if producer.flush(30):
+        raise RuntimeError(f"the experiment could not be written to {names.experiments}")
+
+
+def replay_dataset(
+    settings: KafkaSettings,
+    config: Any,
+    *,
+    speed: float | None,
+    pack: int,
+    progress: bool,
+    data_dir: str | None = None,
+    stop: threading.Event | None = None,
+) -> Any:
+    """Replay ``config``'s dataset schedule to the feature and label topics.
+
+    Once ``stop`` is set the replay ends early (what was produced is flushed).
+    """
+    from streameval.agents.replay import OneEventPerMessage, PackedMessages, replay
+    from streameval.pipeline.evaluate import expected_events, prepare, schedule
+
+    dataset, config = prepare(config, data_dir)
+    fmt = PackedMessages(pack) if pack > 1 else OneEventPerMessage()
+    events = schedule(config, dataset)
+    if stop is not None:
+        events = itertools.takewhile(lambda _: not stop.is_set(), events)
+    return replay(
+        events,
+        settings,
+        speed=speed,
+        progress=progress,
+        total=expected_events(config, dataset),
+        message_format=fmt,
+    )
+
+
+class ResultsWaiter:
+    """Reads the metrics topic from its current end, waiting for the results of some streams.
+
+    Create it before the experiments are submitted (it reads from the topic's end).
+    :meth:`wait` returns the results document of a single stream; :meth:`wait_all`
+    waits for every stream and tells when each results message was read.
+    """
+
+    def __init__(self, settings: KafkaSettings, *streams: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+        from streameval.agents.topics import TopicNames
+
+        if not streams:
+            raise ValueError("ResultsWaiter needs at least one stream")
+        self.streams = streams
+        self.stream = streams[0]
+        topic = TopicNames.for_prefix(settings.topic_prefix).metrics
+        self.consumer = Consumer(
+            {
+                **settings.confluent_config(),
+                "group.id": f"streameval-run-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        meta = self.consumer.list_topics(topic, timeout=10)
+        parts = []
+        for p in meta.topics[topic].partitions:
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            parts.append(TopicPartition(topic, p, high))
+        self.consumer.assign(parts)
+        self.snapshots = 0  # metric snapshots of the awaited streams read meanwhile
+
+    def wait(self, timeout: float, alive: Callable[[], bool]) -> dict[str, Any]:
+        """The results document of the (single, or first) stream."""
+        return self.wait_all(timeout, alive, streams=(self.stream,))[self.stream][1]
+
+    def wait_all(
+        self,
+        timeout: float,
+        alive: Callable[[], bool],
+        *,
+        streams: tuple[str, ...] | None = None,
+    ) -> dict[str, tuple[float, dict[str, Any]]]:
+        """``stream -> (time.perf_counter() when its results were read, results)`` for all.
+
+        Raises :class:`TimeoutError` after ``timeout`` seconds, :class:`RuntimeError`
+        when ``alive()`` turns false while nothing comes or when the worker says an
+        awaited stream failed (:class:`~streameval.agents.codec.StreamFailed`, a ``failed``
+        notice). Closes the consumer.
+        """
+        from streameval.agents.codec import parse, stream_outcome
+
+        waiting = set(self.streams if streams is None else streams)
+        done: dict[str, tuple[float, dict[str, Any]]] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            while waiting:
+                if time.monotonic() > deadline:
+                    names = ", ".join(repr(s) for s in sorted(waiting))
+                    raise TimeoutError(f"no results for stream {names} within {timeout:.0f} s")
+                msg = self.consumer.poll(0.2)
+                if msg is None:
+                    if not alive():
+                        raise RuntimeError("the worker stopped before publishing the results")
+                    continue
+                if msg.error():
+                    continue
+                try:
+                    value = parse(msg.value())
+                except ValueError:
+                    continue
+                stream = value.get("stream") if isinstance(value, dict) else None
+                if stream not in waiting:
+                    continue
+                results = stream_outcome(value, stream)  # StreamFailed on a failure notice
+                if results is not None:
+                    done[stream] = (time.perf_counter(), results)
+                    waiting.discard(stream)
+                else:
+                    self.snapshots += 1
+            return done
+        finally:
+            self.consumer.close()
+
+
+def start_worker(
+    settings: KafkaSettings,
+    env_extra: dict[str, str],
+    *,
+    log_path: Path,
+    extra_args: list[str] | None = None,
+) -> subprocess.Popen:
+    """Start ``streameval worker`` as a child process (logs to ``log_path``)."""
+    env = {**os.environ, **env_extra, "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers or ""}
+    env["STREAMEVAL_TOPIC_PREFIX"] = settings.topic_prefix
+    cmd = [sys.executable, "-m", "streameval.cli", "worker", *(extra_args or [])]
+    handle = open(log_path, "ab")  # noqa: SIM115 - closed by the process end
+    return subprocess.Popen(cmd, env=env, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def stop_worker(proc: subprocess.Popen, timeout: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def run_through_kafka(
+    config: Any,
+    settings: KafkaSettings,
+    *,
+    data_dir: str | None = None,
+    progress: bool = False,
+    pack: int = 200,
+    speed: float | None = None,
+    timeout: float = RESULTS_TIMEOUT,
+    worker_args: list[str] | None = None,
+    predictions: bool = False,
+    inline: bool = True,
+    broker_timeout: float | None = None,
+) -> dict[str, Any]:
+    """The whole ``run``: broker, topics, worker, experiment, replay, results.
+
+    Without ``predictions`` the worker makes and publishes none (``--no-predictions``):
+    the results document is the same (it is ``evaluate``'s), the predictions topic stays
+    empty.
+
+    ``inline`` (the default): the stream is evaluated in this process, read by a
+    plain consumer while the replay runs in a thread (:mod:`streameval.agents.inline`; no
+    second interpreter, no Faust start-up, no group join). Otherwise a Faust
+    worker process (``streameval worker``) does it, started as soon as the topics
+    exist so that its start-up overlaps with the submission and the replay (it
+    reads its topics from their beginning); ``run --dashboard`` needs it for the
+    web views. ``worker_args`` are passed to that worker after ``run``'s own
+    options; ``broker_timeout`` is the inline loop's ``--broker-timeout``.
+    """
+    from streameval.agents.broker import broker_for
+    from streameval.agents.topics import ensure_topics
+    from streameval.pipeline.evaluate import prepare
+
+    _, config = prepare(config, data_dir)  # fails early on a missing dataset (lazy: ~10 ms)
+    embedded = settings.embedded
+    with broker_for(settings) as bootstrap:
+        settings = settings.with_bootstrap(bootstrap)
+        ensure_topics(
+            settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
+        )
+        if inline:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from streameval.agents.inline import run_inline
+
+            def produce(stop: threading.Event) -> Any:
+                # the definition and the events at once (each producer's start costs ~0.5 s
+                # on Tansu): events read before the definition wait for it (parked)
+                with ThreadPoolExecutor(1, thread_name_prefix="streameval-submit") as pool:
+                    submitted = pool.submit(submit_experiment, settings, config)
+                    stats = replay_dataset(
+                        settings, config, speed=speed, pack=pack, progress=progress,
+                        data_dir=data_dir, stop=stop,
+                    )  # fmt: skip
+                    submitted.result()
+                return stats
+
+            start = time.perf_counter()
+            waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
+            stats = run_inline(
+                settings,
+                config.stream,
+                produce,
+                timeout=timeout,
+                predictions=predictions,
+                broker_timeout=broker_timeout,
+            )
+            # the results are on the metrics topic once run_inline has returned
+            results = waiter.wait(timeout, alive=lambda: True)
+        else:
+            results, stats, start = _run_with_worker(
+                config, settings, data_dir=data_dir, progress=progress, pack=pack,
+                speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
+            )  # fmt: skip
+        elapsed = time.perf_counter() - start
+    results.pop("ingest", None)
+    results["runtime"] = {
+        **results.get("runtime", {}),  # the worker's: outputs, duplicates_marked, restores
+        "driver": "run",
+        "seconds": round(elapsed, 3),
+        "events": stats.n_events,
+        "events_per_s": round(stats.n_events / elapsed, 1) if elapsed > 0 else None,
+        "messages": stats.n_messages,
+        "broker": "embedded" if embedded else "configured",
+    }
+    return results
+
+
+def _run_with_worker(
+    config: Any,
+    settings: KafkaSettings,
+    *,
+    data_dir: str | None,
+    progress: bool,
+    pack: int,
+    speed: float | None,
+    timeout: float,
+    worker_args: list[str] | None,
+    predictions: bool,
+) -> tuple[dict[str, Any], Any, float]:
+    """``run`` with a Faust worker process (``run --dashboard``): results, replay stats, start."""
+    import secrets
+
+    # the inline path writes no checkpoint; this worker needs a key (one per run)
+    key = os.environ.get("STREAMEVAL_CHECKPOINT_KEY") or secrets.token_hex(32)
+    env = {"STREAMEVAL_CHECKPOINT_KEY": key}
+    if data_dir:
+        env["STREAMEVAL_DATA_DIR"] = str(data_dir)
+    log_dir = Path(tempfile.mkdtemp(prefix="streameval-run-"))
+    own = ["--checkpoint-every", str(RUN_CHECKPOINT_EVERY)]
+    own += [] if predictions else ["--no-predictions"]
+    worker = start_worker(
+        settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
+    )
+    start = time.perf_counter()
+    try:  # the waiter reads from the metrics topic's end: created before the experiment
+        waiter = ResultsWaiter(settings, config.stream)
+        submit_experiment(settings, config)
+        stats = replay_dataset(
+            settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+        )
+        results = waiter.wait(timeout, alive=lambda: worker.poll() is None)
+    except BaseException as exc:
+        tail = (log_dir / "worker.log").read_text(errors="replace")[-3000:]
+        if isinstance(exc, (RuntimeError, TimeoutError)) and tail:
+            raise RuntimeError(f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}") from exc
+        raise
+    finally:
+        stop_worker(worker)
+    return results, stats, start
