@@ -63,4 +63,4 @@ report: install  ## HTML report of `make evaluate`'s results (results/electricit
 	$(BIN)/streameval report results/electricity-evaluate.json
 
 clean:  ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info build
