@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.experiment import Experiment
@@ -148,15 +148,28 @@ def test_window_equals_batch_classification(rows: list[tuple], w: int) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(REG_ROWS, st.integers(1, 20))
+@example([(0.0, 32.0), (1.315504722394735, 0.0), (0.0, None), (0.0, 0.0), (0.0, 0.0)], 3)
 def test_window_equals_batch_regression(rows: list[tuple], w: int) -> None:
     window = RegressionMetrics(Forgetting.sliding(w))
+    scale = 1.0  # the largest squared error summed so far: the size of the rounding residue
     for t, row in enumerate(rows):
         window.update(*row)
+        if row[1] is not None:
+            scale = max(scale, (row[0] - row[1]) ** 2)
         batch = RegressionMetrics()
         for old in rows[max(0, t + 1 - w) : t + 1]:
             batch.update(*old)
-        # running window sums subtract what leaves: equal up to rounding
-        same(window.get(), batch.get(), rel=1e-7)
+        got, want = window.get(), batch.get()
+        # running window sums subtract what leaves: equal up to rounding. The residue of a
+        # sum of squares is ~1e-16 of the largest square that passed through it, and RMSE's
+        # square root magnifies it near 0 (a residue of 4e-14 reads 2e-7), so RMSE is
+        # compared as the mean square, to the residue's size.
+        got_rmse, want_rmse = got.pop("rmse"), want.pop("rmse")
+        same(got, want, rel=1e-7)
+        if math.isnan(want_rmse):
+            assert math.isnan(got_rmse)
+        else:
+            assert abs(got_rmse**2 - want_rmse**2) <= 1e-12 * scale, (got_rmse, want_rmse)
 
 
 @settings(max_examples=100, deadline=None)
