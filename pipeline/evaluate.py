@@ -8,6 +8,7 @@ line does. Both are the reference the Kafka pipeline must reproduce number for n
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -179,6 +180,11 @@ def evaluate(
     (0.97, 0.97)
     """
     models = _named(models)
+    if isinstance(stream, os.PathLike):
+        raise TypeError(
+            f"stream {os.fspath(stream)!r} is a path: pass the rows of the file as (x, y) or "
+            "(x, y, ts) pairs (files are not read by path)"
+        )
     dataset = stream if isinstance(stream, Dataset) else None
     if isinstance(stream, str):
         dataset = load(stream, data_dir=data_dir)

@@ -208,6 +208,8 @@ def test_models_are_named_and_checked() -> None:
         streameval.evaluate(stream, [naive_bayes.GaussianNB(), linear_model.LinearRegression()])
     with pytest.raises(TypeError, match="stream item 0"):
         streameval.evaluate([{"x": 1}], naive_bayes.GaussianNB())
+    with pytest.raises(TypeError, match="is a path: pass the rows"):
+        streameval.evaluate(Path("data.csv"), naive_bayes.GaussianNB())
 
 
 def test_an_endless_generator_with_a_limit() -> None:
