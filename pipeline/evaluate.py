@@ -182,8 +182,9 @@ def evaluate(
     models = _named(models)
     if isinstance(stream, os.PathLike):
         raise TypeError(
-            f"stream {os.fspath(stream)!r} is a path: pass the rows of the file as (x, y) or "
-            "(x, y, ts) pairs (files are not read by path)"
+            f"stream {os.fspath(stream)!r} is a path: name the file with its format, "
+            f"'csv:{os.fspath(stream)}' or 'arff:{os.fspath(stream)}' (see "
+            "streameval.pipeline.streams.files), or pass its rows as (x, y[, ts]) pairs"
         )
     dataset = stream if isinstance(stream, Dataset) else None
     if isinstance(stream, str):

@@ -12,6 +12,10 @@ from kafka_fixtures import kafka_bootstrap, kafka_prefix, kafka_settings  # noqa
 DEFAULT_DATA_DIR = str(Path(__file__).resolve().parents[2] / "shared" / "datasets")
 DATA_FILES = ("electricity.csv.gz", "covtype.csv.gz", "airlines_no_airports.csv.gz")
 
+# No test downloads a dataset by accident (the download tests turn it on against a loopback
+# server); subprocesses of the CLI inherit this.
+os.environ.setdefault("STREAMEVAL_DOWNLOAD", "0")
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:

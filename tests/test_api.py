@@ -208,7 +208,7 @@ def test_models_are_named_and_checked() -> None:
         streameval.evaluate(stream, [naive_bayes.GaussianNB(), linear_model.LinearRegression()])
     with pytest.raises(TypeError, match="stream item 0"):
         streameval.evaluate([{"x": 1}], naive_bayes.GaussianNB())
-    with pytest.raises(TypeError, match="is a path: pass the rows"):
+    with pytest.raises(TypeError, match="is a path: name the file with its format"):
         streameval.evaluate(Path("data.csv"), naive_bayes.GaussianNB())
 
 

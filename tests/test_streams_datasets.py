@@ -18,13 +18,21 @@ ELEC = REAL_DATASETS["electricity"]
 # --- locating and verifying files -------------------------------------------------------
 
 
-def test_no_directory_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_directory_configured_reads_the_packaged_electricity(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
-    with pytest.raises(DatasetError) as err:
-        load("electricity")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # an empty cache
+    packaged = load("electricity")
+    assert "streams/data/electricity.csv.gz" in packaged.description
+    shared = load("electricity", data_dir=data_dir)
+    assert list(packaged.iter_instances(50)) == list(shared.iter_instances(50))
+    assert packaged.n_instances == 45_312
+    with pytest.raises(DatasetError) as err:  # the others are not in the package
+        load("covtype")
     msg = str(err.value)
-    assert ENV_VAR in msg and "electricity.csv.gz" in msg and ELEC.sha256 in msg
-    assert "relatorio-fapesp" in msg  # where the data comes from
+    assert str(tmp_path / "streameval" / "covtype.csv.gz") in msg and ENV_VAR in msg
+    assert "per-user cache" in msg and "STREAMEVAL_DOWNLOAD=0" in msg
 
 
 def test_missing_directory(tmp_path: Path) -> None:
@@ -32,8 +40,10 @@ def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(DatasetError) as err:
         load("covtype", data_dir=missing)
     msg = str(err.value)
-    assert str(missing / "covtype.csv.gz") in msg and ENV_VAR in msg
+    assert str(missing / "covtype.csv.gz") in msg and str(missing / "covtype.csv") in msg
     assert REAL_DATASETS["covtype"].sha256 in msg and "scikit-multiflow" in msg
+    assert "files.pythonhosted.org" in msg  # the public home it would be fetched from
+    assert not missing.exists()  # nothing created when nothing is fetched
 
 
 def test_missing_file_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

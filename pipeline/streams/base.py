@@ -75,6 +75,10 @@ class RecordSource(ABC, Generic[R]):
         """The target of one row (by default through :meth:`decode`)."""
         return self.decode(record)[1]
 
+    def ident(self, record: R, position: int) -> str:
+        """The instance id of a row: by default its position in the stream."""
+        return str(position)
+
     def pack(self, record: R) -> Any:
         """A compact form of ``record`` to keep in memory."""
         return record
@@ -162,9 +166,15 @@ class Dataset:
         if limit is not None:
             records = islice(records, limit)
         decode = self.source.decode
+        if type(self.source).ident is RecordSource.ident:  # positions: no call per row
+            for i, (ts, record) in enumerate(records):
+                x, y = decode(record)
+                yield Instance(str(i), ts, x, y)
+            return
+        ident = self.source.ident
         for i, (ts, record) in enumerate(records):
             x, y = decode(record)
-            yield Instance(str(i), ts, x, y)
+            yield Instance(ident(record, i), ts, x, y)
 
     def iter_labels(self, limit: int | None = None) -> Iterator[Target]:
         """Stream the targets only (cheaper than :meth:`iter_instances`)."""

@@ -55,8 +55,8 @@ from __future__ import annotations
 import inspect
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from streameval.pipeline.spec import SpecError
@@ -139,6 +139,25 @@ class FeatureTimeDelay(EventTimeDelay):
 
     def __str__(self) -> str:
         return f"time:{self.feature}*{self.unit:g}"
+
+
+@dataclass(frozen=True)
+class LabelTimeDelay(EventTimeDelay):
+    """The label at the event time a file gives for it (``label_time=COL`` of a file
+    spec, :mod:`streameval.pipeline.streams.files`), by instance id.
+
+    >>> from streameval.pipeline.streams.base import Instance
+    >>> LabelTimeDelay({"a": 50.0}).due(Instance("a", 10.0, {}, "y"))
+    50.0
+    """
+
+    times: Mapping[str, float] = field(repr=False, hash=False, compare=False)
+
+    def due(self, instance: Instance) -> float:
+        return max(self.times[instance.id], instance.ts)
+
+    def __str__(self) -> str:
+        return "label_time"
 
 
 def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:

@@ -33,7 +33,9 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
     """The options that define an experiment (shared by evaluate and run)."""
     g = p.add_argument_group("stream")
     g.add_argument(
-        "--dataset", required=True, help="dataset spec, e.g. electricity or sea[n=20000]"
+        "--dataset",
+        required=True,
+        help="dataset spec: electricity, sea[n=20000], csv:PATH[...], arff:PATH[...]",
     )
     g.add_argument("--limit", type=int, default=None, help="use only the first N instances")
     g.add_argument("--delay", default="0", help="label delay: 0, N, time:S or natural (default 0)")

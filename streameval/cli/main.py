@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from streameval.cli.data import add_data_command
 from streameval.cli.experiment import (
     EPILOG_SPECS,
     add_experiment_options,
@@ -92,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_evaluate)
 
     p = sub.add_parser("diagnose", help="temporal-dependence diagnostics of a stream's labels")
-    p.add_argument("--dataset", required=True, help="dataset spec, e.g. electricity")
+    p.add_argument(
+        "--dataset", required=True, help="dataset spec: electricity, csv:PATH[...], arff:PATH"
+    )
     p.add_argument("--limit", type=int, default=None, help="use only the first N labels")
     p.add_argument(
         "--data-dir", default=None, help="directory of the dataset files ($STREAMEVAL_DATA_DIR)"
@@ -103,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_diagnose)
 
     add_report_command(sub)
+    add_data_command(sub)
 
     from streameval.bench import add_bench_command
 
@@ -169,11 +173,11 @@ def _finish(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (parser.epilog or "") + EPILOG_CONFIG
     for name, p in commands.items():
         p.formatter_class = HelpFormatter
+        for q in subcommands(p).values():  # config show, data list, data fetch
+            q.formatter_class = HelpFormatter
         if "bootstrap" in options(p):
             p.epilog = (p.epilog or "") + _kafka_epilog()
         if name == "config":
-            for q in subcommands(p).values():
-                q.formatter_class = HelpFormatter
             continue
         _add_config_option(p)
         for dest, action in options(p).items():
