@@ -13,7 +13,9 @@ Parameters in brackets reach the river constructor, but only those on the
 model's allow-list (:data:`CLASSIFIERS`, :data:`REGRESSORS`), with their
 types checked. The allow-list is the only way in: specs also arrive in Kafka
 messages, so nothing outside it is ever imported or called. The one
-exception, ``import[path=package.module.Class,k=v,...]`` (any class, called
+exceptions: names the operator registered
+(:mod:`streameval.pipeline.learners.registry`), and
+``import[path=package.module.Class,k=v,...]`` (any class, called
 with the other parameters), is refused unless the *local* configuration
 passes ``allow_import=True``.
 
@@ -52,6 +54,7 @@ from river import compose, forest, linear_model, neighbors, optim, tree
 from streameval.pipeline.learners.base import StreamContext, bind_context
 from streameval.pipeline.learners.baselines import Majority, NoChange, TargetMean
 from streameval.pipeline.learners.naive_bayes import MixedNB
+from streameval.pipeline.learners.registry import REGISTRY
 from streameval.pipeline.learners.river_adapter import (
     RiverClassifier,
     RiverRegressor,
@@ -320,10 +323,12 @@ def _split(spec: str, task: str) -> tuple[list[Component], Component]:
             raise SpecError(f"wrapper {w.name!r} is for classification only, task is {task!r}")
     if _is_wrapper(model):
         raise SpecError(f"{spec!r} ends with the wrapper {model.name!r}; add a model: {spec}:ht")
-    if model.name != _IMPORT and model.name not in models:
+    if model.name != _IMPORT and model.name not in models and REGISTRY.get(model.name) is None:
+        registered = REGISTRY.names()
+        also = f"; registered on this machine: {', '.join(registered)}" if registered else ""
         raise SpecError(
             f"unknown {task} learner {model.name!r} in {spec!r} "
-            f"(allowed: {allowed}; {_WRAPPERS_HELP}; import[path=...] if allowed locally)"
+            f"(allowed: {allowed}{also}; {_WRAPPERS_HELP}; import[path=...] if allowed locally)"
         )
     return wrappers, model
 
@@ -372,6 +377,8 @@ def _import_model(component: Component, task: str, allow_import: bool) -> Any:
 def _build_model(component: Component, task: str, seed: int, allow_import: bool) -> Any:
     if component.name == _IMPORT:
         return _import_model(component, task, allow_import)
+    if component.name not in _models(task):
+        return REGISTRY.build(component.name, dict(component.params), task)
     entry = _models(task)[component.name]
     params = _check(component, entry.params)
     try:

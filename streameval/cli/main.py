@@ -201,7 +201,7 @@ def _kafka_epilog() -> str:
 
 def settings_schema(parser: argparse.ArgumentParser) -> Any:
     """The config file's sections and keys: the parser's options plus the Kafka settings."""
-    from streameval.cli.settings import Schema
+    from streameval.cli.settings import FreeSection, Schema
 
     try:
         from streameval.cli.kafka import file_sections
@@ -209,7 +209,21 @@ def settings_schema(parser: argparse.ArgumentParser) -> Any:
         env_sections = {}
     else:
         env_sections = file_sections()
-    return Schema.build(parser, add_experiment_options, env_sections)
+    free = {"learners": FreeSection("the import path of a learner class, package.module:Class")}
+    return Schema.build(parser, add_experiment_options, env_sections, free)
+
+
+def register_learners(args: argparse.Namespace) -> None:
+    """Register the config file's ``[learners]`` (name = import path) for this process."""
+    from streameval.pipeline.learners.registry import REGISTRY
+
+    values, config = getattr(args, "file_sections", {}).get("learners", ({}, None))
+    for name, path in values.items():
+        try:
+            REGISTRY.register(name, path, origin=f"[learners] {name}")
+        except ValueError as exc:
+            where = config.where("learners", name) if config is not None else "[learners]"
+            raise ValueError(f"{where}: {exc}") from None
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -244,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     try:
+        if args.command != "config":
+            register_learners(args)
         return int(args.handler(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -74,6 +74,23 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True)
+class FreeSection:
+    """A section whose keys the user chooses (``[learners]``), each value of one type."""
+
+    about: str
+    value_type: type = str
+
+    def check(self, config: ConfigFile, section: str, values: dict[str, Any]) -> dict[str, Any]:
+        for key, value in values.items():
+            if not isinstance(value, self.value_type):
+                raise SettingsError(
+                    f"{config.where(section, key)}: [{section}] {key} must be a "
+                    f"{self.value_type.__name__} ({self.about})"
+                )
+        return dict(values)
+
+
+@dataclass(frozen=True)
 class EnvSetting:
     """A setting that only an environment variable (or the config file) gives."""
 
@@ -235,6 +252,8 @@ class Schema:
     parser: argparse.ArgumentParser
     experiment_keys: frozenset[str]
     env_sections: dict[str, dict[str, EnvSetting]] = field(default_factory=dict)
+    #: sections whose keys are the user's (``[learners]``: names), checked by a function
+    free_sections: dict[str, FreeSection] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -242,11 +261,13 @@ class Schema:
         parser: argparse.ArgumentParser,
         add_experiment_options: Callable[[argparse.ArgumentParser], None],
         env_sections: Mapping[str, Mapping[str, EnvSetting]] | None = None,
+        free_sections: Mapping[str, FreeSection] | None = None,
     ) -> Schema:
         probe = argparse.ArgumentParser(add_help=False)
         add_experiment_options(probe)
         keys = frozenset(options(probe))
-        return cls(parser, keys, {s: dict(v) for s, v in (env_sections or {}).items()})
+        env = {s: dict(v) for s, v in (env_sections or {}).items()}
+        return cls(parser, keys, env, dict(free_sections or {}))
 
     @property
     def commands(self) -> dict[str, argparse.ArgumentParser]:
@@ -261,7 +282,8 @@ class Schema:
 
     def sections(self) -> list[str]:
         names = [EXPERIMENT, *(n for n, p in self.commands.items() if options(p))]
-        return names + [s for s in self.env_sections if s not in names]
+        names += [s for s in self.env_sections if s not in names]
+        return names + [s for s in self.free_sections if s not in names]
 
     def uses_experiment(self, command: str, key: str) -> bool:
         """Whether ``[experiment] key`` applies to ``command``."""
@@ -303,6 +325,9 @@ class Schema:
                     f"{config.where(section)}: unknown section [{section}]; "
                     f"known sections: {', '.join(f'[{s}]' for s in sections)}"
                 )
+            if section in self.free_sections:
+                out[section] = self.free_sections[section].check(config, section, values)
+                continue
             checked: dict[str, Any] = {}
             for key, value in values.items():
                 where = config.where(section, key)
@@ -508,6 +533,9 @@ def parse_args(
         args.config = str(settings.config.path)
     args.config_source = settings.config_source
     args.config_sources = sources
+    args.file_sections = {
+        name: (settings.values.get(name, {}), settings.config) for name in schema.free_sections
+    }
     return args
 
 
