@@ -171,6 +171,8 @@ def expect(command: Command) -> tuple[list[str], bool]:
         return ["report written to results/elec-report/report.html"], True
     if "--allow-import" in bare:
         return ["import[path=river.tree.ExtremelyFastDecisionTreeClassifier]"], True
+    if bare.startswith("streameval evaluate --dataset 'csv:docs/examples/orders.csv"):
+        return ["3,000 instances, 3,000 labelled, delay natural", "estimators whole"], False
     if bare.startswith("streameval config show"):
         return ["# config file: docs/streameval.example.toml (flag --config)"], False
     if bare.startswith("streameval evaluate --config docs/streameval.example.toml"):

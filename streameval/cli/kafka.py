@@ -26,6 +26,8 @@ from streameval.agents.run import (
 )
 from streameval.cli.experiment import add_experiment_options
 from streameval.cli.settings import EnvSetting
+from streameval.cli.settings import options as options_of
+from streameval.cli.source import add_source_options, mapping_from_args, start_source
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             "streameval worker needs a broker: set KAFKA_BOOTSTRAP_SERVERS (or --bootstrap); "
             "`streameval run` starts an embedded one for you"
         )
+    mapping = mapping_from_args(args)  # the user's own topics, if configured
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
     from streameval.agents.health import broker_timeout, watch_broker
@@ -163,6 +166,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+        if mapping is not None:
+            start_source(settings, mapping)
         app = create_app(
             settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
             health=health,
@@ -211,10 +216,31 @@ def cmd_submit(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings.embedded:
         raise ValueError("streameval submit needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap)")
-    _, config = prepare(config_from_args(args), args.data_dir)
+    config = config_from_args(args)
+    if args.dataset is not None:
+        _, config = prepare(config, args.data_dir)
+    else:
+        config = _source_experiment(config, args)
     submit_experiment(settings, config)
     print(f"experiment for stream {config.stream!r} submitted")
     return 0
+
+
+def _source_experiment(config: Any, args: argparse.Namespace) -> Any:
+    """``config`` over the stream of the source mapping (``submit`` without ``--dataset``)."""
+    from streameval.pipeline.config import ExperimentConfig
+
+    mapping = mapping_from_args(args)
+    if mapping is None:
+        raise ValueError("submit needs --dataset, or a source mapping ([source] or --source-*)")
+    stream = args.stream_id or mapping.stream_name
+    if stream is None:
+        raise ValueError(
+            f"the source's stream id is read from {mapping.stream}: name one with --stream-id"
+        )
+    if args.delay not in ("0", 0):
+        raise ValueError("--delay is for replayed datasets: a source's labels come when they come")
+    return ExperimentConfig.from_dict({**config.to_dict(), "stream": stream, "delay": "0"})
 
 
 def register(sub: Any) -> None:
@@ -261,8 +287,16 @@ def register(sub: Any) -> None:
     _add_broker_timeout(p)
     p.set_defaults(handler=cmd_run)
 
-    p = sub.add_parser("worker", help="run a worker: consume experiments, features, labels")
+    p = sub.add_parser(
+        "worker",
+        help="run a worker: consume experiments, features, labels",
+        description="Consume experiments, features and labels; publish predictions, metrics, "
+        "drift and deadletter. With a source mapping ([source] or --source-*) it also reads "
+        "the user's own two topics and repartitions them into the pipeline's (run it on one "
+        "worker per source).",
+    )
     _add_kafka_options(p)
+    add_source_options(p)
     p.add_argument(
         "--checkpoint-every",
         type=int,
@@ -325,7 +359,15 @@ def register(sub: Any) -> None:
     _add_kafka_options(p)
     p.set_defaults(handler=cmd_replay)
 
-    p = sub.add_parser("submit", help="define an experiment on the experiments topic")
+    p = sub.add_parser(
+        "submit",
+        help="define an experiment on the experiments topic",
+        description="Define an experiment: over a dataset (--dataset, replayed with "
+        "`streameval replay`), or over the user's own topics (a source mapping, [source] "
+        "or --source-*, read by a worker with the same mapping).",
+    )
     add_experiment_options(p)
+    options_of(p)["dataset"].required = False
+    add_source_options(p)
     _add_kafka_options(p)
     p.set_defaults(handler=cmd_submit)

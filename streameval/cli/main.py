@@ -209,7 +209,12 @@ def settings_schema(parser: argparse.ArgumentParser) -> Any:
         env_sections = {}
     else:
         env_sections = file_sections()
-    free = {"learners": FreeSection("the import path of a learner class, package.module:Class")}
+    from streameval.cli.source import SECTION
+
+    free = {
+        "learners": FreeSection("the import path of a learner class, package.module:Class"),
+        "source": SECTION,
+    }
     return Schema.build(parser, add_experiment_options, env_sections, free)
 
 
@@ -251,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(parser, settings_schema(parser), argv)
     if getattr(args, "config_source", None) is not None and args.command != "config":
         from_file = sorted(d for d, src in args.config_sources.items() if src.kind == "file")
+        sections = getattr(args, "file_sections", {}).items()
+        from_file += [f"[{name}]" for name, (values, _) in sections if values]
         print(
             f"streameval {args.command}: config file {args.config} ({args.config_source}) "
             f"sets {', '.join(from_file) or 'nothing here'}; `streameval config show "

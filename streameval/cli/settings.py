@@ -621,6 +621,10 @@ def show_lines(
         if section != command:
             lines.append(f"\n[{section}]")
         lines.extend(_env_lines(settings, section))
+    for section, free in schema.free_sections.items():
+        lines.append(f"\n[{section}]  # {free.about}")
+        for key, value in settings.values.get(section, {}).items():
+            lines.append(_line(key, value, Source(FILE, settings.config.where(section, key))))
     return lines
 
 
