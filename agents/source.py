@@ -146,6 +146,7 @@ class SourceRepartition:
         self.order: dict[str, PartitionOrder] = {}
         self.failures: list[str] = []
         self._last_commit = time.monotonic()
+        self._committed: dict[tuple[str, int], int] = {}
 
     def assign(self, timeout: float = 30.0) -> None:
         """Take every partition of both topics, from the group's committed offsets."""
@@ -257,10 +258,12 @@ class SourceRepartition:
         self._last_commit = time.monotonic()
         if self.producer.flush(30) or self.failures:
             raise RuntimeError("source events not delivered: " + "; ".join(self.failures[:5]))
-        points = [
-            TopicPartition(topic, partition, offset)
+        points = {
+            (topic, partition): offset
             for topic, order in self.order.items()
             for partition, offset in order.commit_points().items()
-        ]
-        if points:
-            self.consumer.commit(offsets=points, asynchronous=False)
+        }
+        if points and points != self._committed:
+            offsets = [TopicPartition(t, p, o) for (t, p), o in points.items()]
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+            self._committed = points
