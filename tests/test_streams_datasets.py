@@ -151,6 +151,32 @@ def test_airlines_rows(data_dir: Path) -> None:
     assert [r.ts for r in rows] == [900.0, 900.0, 1200.0, 1200.0, 1800.0]  # Time * 60
 
 
+def test_airlines_full_arff_form_gives_the_same_stream(data_dir: Path, tmp_path: Path) -> None:
+    """The MOA form (with AirportFrom/AirportTo, numbers as ARFF writes them) is read into
+    the shared form's rows: the same instances, times and natural delays."""
+    from streameval.pipeline.streams.real import CsvSource
+
+    info = REAL_DATASETS["airlines"]
+    assert info.form("airlines.arff").sha256.startswith("c7683a90")
+    assert info.download is not None and info.download.size == 19_168_157
+    shared = load("airlines[n=400]", data_dir)
+    rows = [row for _, row in shared.source.records()]
+    carriers = ",".join(sorted({row[0] for row in rows}))
+    lines = ["@relation airlines", f"@attribute Airline {{{carriers}}}"]
+    lines += ["@attribute Flight numeric", "@attribute AirportFrom {SFO,PHX}"]
+    lines += ["@attribute AirportTo {IAH,CLT}", "@attribute DayOfWeek {1,2,3,4,5,6,7}"]
+    lines += ["@attribute Time numeric", "@attribute Length numeric"]
+    lines += ["@attribute Delay {0,1}", "@data"]
+    for airline, flight, dow, time_, length, delay in rows:  # numbers as MOA writes them
+        lines.append(f"{airline},{float(flight)},SFO,CLT,{dow},{float(time_)},{length},{delay}")
+    path = tmp_path / "airlines.arff"
+    path.write_text("\n".join(lines) + "\n")
+    full = CsvSource(info, path, limit=300)
+    assert list(full.records()) == list(shared.source.records())[:300]
+    mine = [full.decode(r) for _, r in full.records()]
+    assert mine == [shared.source.decode(r) for _, r in shared.source.records()][:300]
+
+
 @pytest.mark.slow
 def test_airlines_event_time_whole_file(data_dir: Path) -> None:
     """31 days, one per DayOfWeek change; ts never decreases (2,331 rows clamped)."""

