@@ -52,12 +52,15 @@ def create_app(
     web_host: str = "127.0.0.1",
     web_port: int = 6066,
     web: bool = False,
+    web_bind: str = "127.0.0.1",
     app_id: str = "streameval-worker",
     health: BrokerHealth | None = None,
 ) -> Any:
     """Build the Faust app around ``worker``; run it with :func:`run_app`.
 
-    ``health`` (see :mod:`streameval.agents.health`) pauses the agent while the broker is lost.
+    The web views listen on ``web_bind`` (loopback unless told otherwise); ``web_host`` is
+    only the host name Faust advertises. ``health`` (see :mod:`streameval.agents.health`)
+    pauses the agent while the broker is lost.
     """
     import faust
 
@@ -68,6 +71,7 @@ def create_app(
             web_enabled=web,
             web_host=web_host,
             web_port=web_port,
+            web_bind=web_bind,
             datadir=tempfile.mkdtemp(prefix="streameval-faust-"),
         ),
     )
@@ -155,13 +159,20 @@ def _give_up(message: str, code: int = 1) -> NoReturn:
 
 
 def run_app(
-    app: Any, *, web: bool, web_host: str, web_port: int, loglevel: str = "warning"
+    app: Any,
+    *,
+    web: bool,
+    web_host: str,
+    web_port: int,
+    web_bind: str = "127.0.0.1",
+    loglevel: str = "warning",
 ) -> None:
     """Start the Faust worker in this process (blocks until it stops)."""
     import sys
 
     level = {"warning": "warn", "critical": "crit"}.get(loglevel.lower(), loglevel.lower())
     argv = ["worker", "--loglevel", level]
-    argv += ["--web-host", web_host, "--web-port", str(web_port)] if web else ["--without-web"]
+    web_args = ["--web-host", web_host, "--web-port", str(web_port), "--web-bind", web_bind]
+    argv += web_args if web else ["--without-web"]
     sys.argv = ["streameval-worker", *argv]  # faust's command line reads sys.argv
     app.main()

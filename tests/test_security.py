@@ -11,15 +11,17 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import importlib
+import ipaddress
 import json
 import logging
 import pickle
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -361,20 +363,54 @@ def test_worker_startup_output_and_logs_hide_the_password(
 # -- the dashboard binds to loopback by default ----------------------------------------------------
 
 
-def test_worker_web_host_defaults_to_loopback() -> None:
-    from streameval.cli.main import build_parser
+def _listening(port: int) -> set[str]:
+    """The local addresses with a socket listening on TCP ``port`` (the kernel's table)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        with open(table) as f:
+            next(f)
+            for line in f:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.split(":")
+                if state != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                    continue
+                raw = bytes.fromhex(address)
+                if width == 8:
+                    found.add(".".join(str(b) for b in reversed(raw)))
+                else:
+                    words = [raw[i : i + 4][::-1].hex() for i in range(0, 16, 4)]
+                    found.add(str(ipaddress.IPv6Address(bytes.fromhex("".join(words)))))
+    return found
 
-    args = build_parser().parse_args(["worker"])
-    assert isinstance(args, argparse.Namespace)
-    assert args.web_host == "127.0.0.1" and args.web is False
-    help_text = subprocess.run(
-        [sys.executable, "-m", "streameval.cli", "worker", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    assert "--web-host" in help_text and "loopback" in " ".join(help_text.split())
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_the_web_views_listen_on_loopback_unless_told(kafka_settings, tmp_path: Path) -> None:
+    """The real listening socket of a worker's web views: 127.0.0.1 by default, the
+    address of ``--web-bind`` when given (``--web-host`` only names the advertised host)."""
+    from streameval.agents.run import start_worker, stop_worker
+
+    env = {"STREAMEVAL_CHECKPOINT_KEY": KEY.decode()}
+    for bind, expected in ((None, {"127.0.0.1"}), ("0.0.0.0", {"0.0.0.0"})):
+        port = _free_port()
+        args = ["--web", "--web-port", str(port), "--web-host", "worker.example"]
+        args += ["--web-bind", bind] if bind else []
+        worker = start_worker(kafka_settings, env, log_path=tmp_path / "w.log", extra_args=args)
+        try:
+            deadline = time.monotonic() + 120
+            while not _listening(port):
+                assert worker.poll() is None, (tmp_path / "w.log").read_text()[-2000:]
+                assert time.monotonic() < deadline, "the web views never listened"
+                time.sleep(0.2)
+            assert _listening(port) == expected
+        finally:
+            stop_worker(worker)
 
 
 # -- resource bombs in experiments messages -------------------------------------------------------

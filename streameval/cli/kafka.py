@@ -170,13 +170,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
             start_source(settings, mapping)
         app = create_app(
             settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
-            health=health,
+            web_bind=args.web_bind, health=health,
         )  # fmt: skip
         run_app(
             app,
             web=args.web,
             web_host=args.web_host,
             web_port=args.web_port,
+            web_bind=args.web_bind,
             loglevel=args.loglevel,
         )
     finally:  # a worker that stops (or fails to start) stops watching its broker
@@ -334,7 +335,16 @@ def register(sub: Any) -> None:
     )
     _add_broker_timeout(p)
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
-    p.add_argument("--web-host", default="127.0.0.1", help="web bind address (default loopback)")
+    p.add_argument(
+        "--web-bind",
+        default="127.0.0.1",
+        help="address the web views listen on (default loopback; 0.0.0.0 for every interface)",
+    )
+    p.add_argument(
+        "--web-host",
+        default="127.0.0.1",
+        help="host name the worker advertises for its web views (not the listening address)",
+    )
     p.add_argument("--web-port", type=int, default=6066, help="web port (with --web)")
     p.add_argument(
         "--loglevel",
