@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,36 @@ def test_the_command_line_refuses_a_missing_file_in_one_line(
     code = main(["evaluate", "--dataset", f"csv:{tmp_path}/none.csv", "--learner", "nb"])
     err = capsys.readouterr().err.strip()
     assert code != 0 and "none.csv not found" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_run_through_kafka_gives_evaluate_on_a_file(kafka_settings, tmp_path: Path) -> None:
+    """`run` on a CSV with its own ids, ISO times and label times (the README's orders),
+    with re-evaluation: the results document of `evaluate`, through the embedded broker."""
+    from dataclasses import replace
+
+    from streameval.agents.run import run_through_kafka
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import evaluate_config
+
+    orders = Path(__file__).resolve().parents[1] / "docs" / "examples" / "orders.csv"
+    spec = f"csv:{orders}[id=order_id,time=created,label_time=decided_at,exclude=order.customer]"
+    config = ExperimentConfig(
+        stream="orders",
+        learners=["nochange", "nb", "ta:ht"],
+        dataset=spec,
+        delay="natural",
+        reeval_k=10,
+        bins=8,
+        window=300,
+        limit=1500,
+    )
+    reference = evaluate_config(config)
+    settings = replace(kafka_settings, topic_prefix=f"file-{uuid.uuid4().hex[:8]}.")
+    ran = run_through_kafka(config, settings)
+    for doc in (ran, reference):
+        for key in ("runtime", "ingest"):
+            doc.pop(key, None)
+    assert ran == reference
+    assert reference["n_instances"] == 1500 and reference["config"]["delay"] == "natural"
