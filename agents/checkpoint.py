@@ -22,6 +22,7 @@ import os
 import pickle
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,18 +40,44 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be trusted or read."""
 
 
-def checkpoint_key(environ: dict[str, str] | None = None) -> bytes:
-    """The HMAC key: ``STREAMEVAL_CHECKPOINT_KEY``, or a random one for this process only."""
+#: Fewest bytes of a checkpoint key (HMAC-SHA256's block is 64, its output 32).
+MIN_KEY_BYTES = 32
+
+
+def checkpoint_key(environ: Mapping[str, str] | None = None, *, ephemeral: bool = False) -> bytes:
+    """The HMAC key: ``STREAMEVAL_CHECKPOINT_KEY``, of at least :data:`MIN_KEY_BYTES` bytes.
+
+    Without one a worker's checkpoints could never be resumed (each process would sign
+    with its own random key, and its successor would refuse them): that is refused with a
+    ``ValueError`` unless ``ephemeral`` (``worker --ephemeral``) says so on purpose.
+
+    >>> checkpoint_key({KEY_ENV: "k" * 32})[:4]
+    b'kkkk'
+    >>> checkpoint_key({KEY_ENV: "short"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: STREAMEVAL_CHECKPOINT_KEY is 5 bytes: use at least 32 ...
+    """
     env = os.environ if environ is None else environ
-    value = env.get(KEY_ENV)
+    value = env.get(KEY_ENV, "").strip()
     if value:
-        return value.encode("utf-8")
+        key = value.encode("utf-8")
+        if len(key) < MIN_KEY_BYTES:
+            raise ValueError(
+                f"{KEY_ENV} is {len(key)} bytes: use at least {MIN_KEY_BYTES} "
+                "(e.g. `openssl rand -hex 32`)"
+            )
+        return key
+    if not ephemeral:
+        raise ValueError(
+            f"{KEY_ENV} is not set: a worker without it could never resume from its "
+            "checkpoints; set it (e.g. `openssl rand -hex 32`), or pass --ephemeral"
+        )
     log.warning(
-        "%s is not set: checkpoints are signed with a random key and a restarted "
-        "worker will not be able to resume from them",
-        KEY_ENV,
+        "--ephemeral: checkpoints are signed with a random key of this process; a restarted "
+        "worker cannot resume from them and replays its streams"
     )
-    return secrets.token_bytes(32)
+    return secrets.token_bytes(MIN_KEY_BYTES)
 
 
 def sign(blob: bytes, key: bytes) -> str:

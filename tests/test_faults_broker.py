@@ -158,7 +158,7 @@ def test_a_replay_run_twice_before_the_end_counts_once(settings, data_dir, tmp_p
 
     waiter = ResultsWaiter(settings, config.stream)
     submit_experiment(settings, config)
-    worker = start_worker(settings, {}, log_path=tmp_path / "w.log")
+    worker = start_worker(settings, {}, log_path=tmp_path / "w.log", extra_args=["--ephemeral"])
     try:
         for _ in range(2):  # the same replay twice, neither with its end marker ...
             replay(body, settings, message_format=PackedMessages(50))

@@ -327,7 +327,7 @@ def test_worker_killed_mid_run_ends_with_identical_results(
     dataset, config = prepare(electricity(f"elec-kill-{uuid.uuid4().hex[:6]}"), data_dir)
     names = TopicNames.for_prefix(settings.topic_prefix)
     events = list(schedule(config, dataset))
-    env = {"STREAMEVAL_CHECKPOINT_KEY": "a-test-key-" + "k" * 20}
+    env = {"STREAMEVAL_CHECKPOINT_KEY": "a-test-key-" + "k" * 22}
     args = ["--checkpoint-every", "300"]
     waiter = ResultsWaiter(settings, config.stream)
     submit_experiment(settings, config)
@@ -479,7 +479,7 @@ def test_two_streams_share_one_worker_without_mixing_state(settings, data_dir, t
     waiters = [ResultsWaiter(settings, c.stream) for c in prepared]
     for c in prepared:
         submit_experiment(settings, c)
-    worker = start_worker(settings, {}, log_path=tmp_path / "w.log")
+    worker = start_worker(settings, {}, log_path=tmp_path / "w.log", extra_args=["--ephemeral"])
     try:
         for c in prepared:
             replay_dataset(settings, c, speed=None, pack=100, progress=False, data_dir=data_dir)

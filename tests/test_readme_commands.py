@@ -351,12 +351,15 @@ def test_make_kafka_targets_compose_file_is_valid() -> None:
     client = compose_client()
     if client is None:
         pytest.skip("no docker compose client on this machine (make kafka-* needs Docker)")
+    # the workers' checkpoint key is required (docker/.env, or the environment)
+    env = {**os.environ, "STREAMEVAL_CHECKPOINT_KEY": "k" * 64}
     done = subprocess.run(
         [*client, "-p", project, "-f", str(compose), "--profile", "experiment", "config"],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
+        env=env,
     )
     if done.returncode != 0 and "profile" in done.stderr:  # docker-compose v1 before 1.28
         done = subprocess.run(
@@ -365,6 +368,7 @@ def test_make_kafka_targets_compose_file_is_valid() -> None:
             text=True,
             timeout=120,
             cwd=ROOT,
+            env=env,
         )
     assert done.returncode == 0, done.stderr
     for service in ("kafka", "worker", "replay"):

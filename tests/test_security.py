@@ -484,3 +484,41 @@ def test_experiment_sized_to_exhaust_memory_is_refused(
     result = bomb_outcomes[bomb]
     assert result["outcome"] == "refused", result
     assert result["seconds"] < 1.0, result
+
+
+# -- a worker that could never resume refuses to start ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (None, "STREAMEVAL_CHECKPOINT_KEY is not set: a worker without it could never resume"),
+        ("", "STREAMEVAL_CHECKPOINT_KEY is not set"),
+        ("k" * 31, "STREAMEVAL_CHECKPOINT_KEY is 31 bytes: use at least 32"),
+    ],
+)
+def test_a_worker_without_a_usable_key_refuses_to_start(key: str | None, message: str) -> None:
+    env = {"PATH": "/usr/bin:/bin", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
+    if key is not None:
+        env["STREAMEVAL_CHECKPOINT_KEY"] = key
+    done = subprocess.run(
+        [sys.executable, "-m", "streameval.cli", "worker"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert "openssl rand -hex 32" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_ephemeral_says_it_cannot_resume(caplog: pytest.LogCaptureFixture) -> None:
+    from streameval.agents.checkpoint import checkpoint_key
+
+    with caplog.at_level(logging.WARNING):
+        one = checkpoint_key({}, ephemeral=True)
+        two = checkpoint_key({}, ephemeral=True)
+    assert len(one) == 32 and one != two  # a fresh random key per process
+    assert "cannot resume" in caplog.text

@@ -136,6 +136,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             "`streameval run` starts an embedded one for you"
         )
     mapping = mapping_from_args(args)  # the user's own topics, if configured
+    key = checkpoint_key(ephemeral=args.ephemeral)  # refused before anything starts
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
     from streameval.agents.health import broker_timeout, watch_broker
@@ -150,7 +151,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         producer = watched_producer(settings, health)
         worker = StreamWorker(
             settings,
-            key=checkpoint_key(),
+            key=key,
             checkpoint_every=args.checkpoint_every,
             orphan_ttl=args.orphan_ttl,
             idle_timeout=args.idle_timeout,
@@ -335,6 +336,13 @@ def register(sub: Any) -> None:
     )
     _add_broker_timeout(p)
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
+    p.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="run without $STREAMEVAL_CHECKPOINT_KEY: checkpoints signed with a random key, "
+        "so a restarted worker cannot resume and replays its streams (default: off, the "
+        "key is required)",
+    )
     p.add_argument(
         "--web-bind",
         default="127.0.0.1",
