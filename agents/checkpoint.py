@@ -22,7 +22,7 @@ import os
 import pickle
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,17 +165,26 @@ class CheckpointReader:
 
 
 def read_checkpoints(
-    consumer_config: dict[str, Any], topic: str, timeout: float = 60.0, idle: float = 1.5
-) -> CheckpointReader:
-    """Read a checkpoints topic from its beginning to its end (no consumer group).
+    consumer_config: dict[str, Any],
+    topic: str,
+    timeout: float = 60.0,
+    idle: float = 1.5,
+    *,
+    reader: CheckpointReader | None = None,
+    start: dict[int, int] | None = None,
+) -> tuple[CheckpointReader, dict[int, int]]:
+    """Read a checkpoints topic to its end (no consumer group): from its beginning, or
+    from the offsets ``start`` (partition -> next offset) into ``reader``.
 
+    Returns the reader and the next offset of every partition read, for the next call.
     The end is where the broker's high watermark says *and* no message came for
     ``idle`` seconds: the embedded Tansu broker reports watermarks that count
     record batches, not records, so the watermark alone stops too early.
     """
     from confluent_kafka import Consumer, TopicPartition
 
-    reader = CheckpointReader()
+    reader = CheckpointReader() if reader is None else reader
+    positions = dict(start or {})
     conf = {
         **consumer_config,
         "group.id": "streameval-checkpoint-reader",
@@ -190,16 +199,18 @@ def read_checkpoints(
         assignment = []
         for p in partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high > low:
+            first = max(low, positions.get(p, low))
+            if high > first:
                 ends[(topic, p)] = high
-                assignment.append(TopicPartition(topic, p, low))
+                assignment.append(TopicPartition(topic, p, first))
         if not assignment:
-            return reader
+            return reader, positions
         consumer.assign(assignment)
         try:
             for msg in messages_to_end(
                 consumer, ends, timeout=timeout, idle=idle, what=f"checkpoint topic {topic}"
             ):
+                positions[msg.partition()] = msg.offset() + 1
                 try:
                     reader.add(parse(msg.value()))
                 except (ValueError, KeyError, TypeError) as exc:
@@ -208,7 +219,7 @@ def read_checkpoints(
                     )
         except TimeoutError as exc:
             raise CheckpointError(str(exc)) from exc
-        return reader
+        return reader, positions
     finally:
         consumer.close()
 
@@ -236,11 +247,27 @@ class StreamCheckpoints:
         self.ids: dict[str, int] = {}  # id of each stream's last checkpoint
         self.since = 0  # input events since the last checkpoint
         self.reader: CheckpointReader | None = None
+        self.positions: dict[int, int] = {}  # next offset of each checkpoints partition
 
     def read(self, consumer_config: dict[str, Any], topic: str) -> int:
         """Read the checkpoints topic; return how many streams have a checkpoint."""
-        self.reader = read_checkpoints(consumer_config, topic)
+        self.reader, self.positions = read_checkpoints(consumer_config, topic)
         return len(self.reader.latest)
+
+    def refresh(
+        self, consumer_config: dict[str, Any], topic: str, held: Container[str], idle: float = 0.5
+    ) -> set[str]:
+        """Read what was written to the checkpoints topic since the last read: the
+        checkpoints of streams another worker owned until it left (a rebalance gave their
+        partitions to this one). Checkpoints of the streams ``held`` in memory here are
+        dropped (they are this worker's own). Returns the streams with one to restore."""
+        reader, self.positions = read_checkpoints(
+            consumer_config, topic, idle=idle, reader=self.reader, start=self.positions
+        )
+        self.reader = reader
+        for stream in [s for s in reader.latest if s in held]:
+            del reader.latest[stream]
+        return set(reader.latest)
 
     def take(self, stream: str) -> StreamRunner | None:
         """``stream``'s runner from its newest checkpoint (once), else ``None``.

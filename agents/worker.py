@@ -29,6 +29,14 @@ same output ``seq``; those the crashed worker had delivered are flagged
 A stream is checkpointed as soon as it is defined, before any of its events,
 so a worker killed before the stream's first regular checkpoint leaves its
 successor a checkpoint (and the output positions) to resume from.
+
+Failover: when a worker of the group dies, the group gives its partitions to the others.
+A stream this worker has no runner for is looked up in the checkpoints topic *again*
+(its owner checkpointed it after this worker started): the first time such a stream is
+touched, and then every few seconds for streams whose events wait in the parking. It is
+restored from its newest checkpoint, the redelivered messages before that checkpoint are
+dropped by their Kafka positions, and the outputs its previous owner had already
+delivered are published again flagged ``duplicate`` (``tests/test_failover.py``).
 """
 
 from __future__ import annotations
@@ -91,6 +99,12 @@ class StreamWorker:
         self.release = IdleRelease(idle_timeout, grace=rejoin_grace)
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
         self.last_event = time.monotonic()
+        # looks for checkpoints of parked streams: after 2 s, then ever more rarely (up to
+        # 32 s) while they find none, from 2 s again when another stream is parked
+        self._refresh_wait = 2.0
+        self._refreshed = 0.0
+        self._parked_seen: set[str] = set()
+        self._looked: set[str] = set()  # streams not in memory whose checkpoint was looked for
 
     @property
     def runners(self) -> dict[str, StreamRunner]:
@@ -114,11 +128,26 @@ class StreamWorker:
         self.publisher.start(config)
         return found
 
-    def _runner(self, stream: str) -> StreamRunner | None:
-        """The runner of ``stream``: in memory, else from its checkpoint, else None."""
+    def _runner(self, stream: str, *, force: bool = False) -> StreamRunner | None:
+        """The runner of ``stream``: in memory, else from its newest checkpoint, else None.
+
+        A stream not in memory is one this worker has just been given (a rebalance after
+        its owner died or left) or one nobody defined. Its newest checkpoint may have been
+        written after this worker read the checkpoints topic, so the topic is read again
+        the first time such a stream is touched (``force``: now; otherwise at most once a
+        second, the stream's events waiting meanwhile in the parking, see
+        :meth:`adopt_parked`).
+        """
         runner = self.streams.get(stream)
         if runner is not None:
             return runner
+        if self.checkpoints.reader is not None and stream not in self._looked:
+            if not force and time.monotonic() - self._refreshed < 1.0:
+                return None
+            self._refresh_checkpoints()
+            if len(self._looked) > 100_000:  # a flood of undefined stream ids
+                self._looked.clear()
+            self._looked.add(stream)
         runner = self.streams.restore(stream)
         if runner is None:
             return None
@@ -166,7 +195,7 @@ class StreamWorker:
             config = ExperimentConfig.from_dict(message)
         except (TypeError, ValueError) as exc:
             return refuse("bad_experiment", str(exc))
-        self._runner(config.stream)
+        self._runner(config.stream, force=True)  # a definition read again after a rebalance
         try:
             runner = self.streams.define(config)
         except StreamConflict as exc:
@@ -285,8 +314,41 @@ class StreamWorker:
         """Acks may advance only when nothing waits outside a checkpointed runner."""
         return not self.parking
 
+    def _refresh_checkpoints(self) -> set[str]:
+        """Read the checkpoints written since the last read (see
+        :meth:`~streameval.agents.checkpoint.StreamCheckpoints.refresh`)."""
+        self._refreshed = time.monotonic()
+        return self.checkpoints.refresh(
+            self.settings.confluent_config(), self.names.checkpoints, self.runners
+        )
+
+    def adopt_parked(self) -> None:
+        """Streams whose events wait in the parking because this worker has no runner for
+        them: after a rebalance they are another worker's, checkpointed since this one
+        started. Restore them and let their events in, in the order they came."""
+        if not self.parking or self.checkpoints.reader is None:  # none read at the start
+            return
+        parked = set(self.parking.sizes())
+        if parked - self._parked_seen:
+            self._refresh_wait = 2.0
+            self._parked_seen |= parked
+        if time.monotonic() - self._refreshed < self._refresh_wait:
+            return
+        found = self._refresh_checkpoints() & parked
+        self._refresh_wait = 2.0 if found else min(2 * self._refresh_wait, 32.0)
+        self._looked |= parked  # just looked for, all of them
+        for stream in sorted(found):
+            runner = self._runner(stream)
+            if runner is None:
+                continue
+            for parked in self.parking.take(stream):
+                topic_of = getattr(self.names, parked.kind)
+                self._push(runner, parked.kind, parked.event, topic_of, parked.position)
+
     def tick(self) -> None:
-        """Periodic housekeeping: parked timeouts, idle release, producer callbacks."""
+        """Periodic housekeeping: parked streams' checkpoints, parked timeouts, idle
+        release, producer callbacks."""
+        self.adopt_parked()
         for _, items in self.parking.expired():
             for parked in items:
                 self._unknown(parked.event, getattr(self.names, parked.kind), parked.position)

@@ -436,7 +436,7 @@ def test_bad_input_goes_to_deadletter_and_results_stay_identical(
     waiter = ResultsWaiter(settings, config.stream)
     submit_experiment(settings, config)
     worker = start_worker(
-        settings, {}, log_path=tmp_path / "w.log", extra_args=["--park-timeout", "2"]
+        settings, {}, log_path=tmp_path / "w.log", extra_args=["--park-timeout", "2", "--ephemeral"]
     )
     try:
         replay_dataset(settings, config, speed=None, pack=50, progress=False, data_dir=data_dir)

@@ -1,0 +1,200 @@
+"""Scale-out that survives a worker's death: two workers, six streams, one SIGKILLed.
+
+The streams are spread over the partitions, so each worker owns some of them. One worker
+is killed (SIGKILL: no chance to save, flush or commit) before or after its first regular
+checkpoint; the group gives its partitions to the other, which restores the dead worker's
+streams from their checkpoints -- written after the survivor started, so it must read the
+checkpoints topic again -- and finishes them. Every stream's results must equal
+``evaluate``'s, every output of an uninterrupted run must be on the output topics exactly
+once without the ``duplicate`` flag, and every re-emitted one must carry it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from streameval.agents.config import KafkaSettings
+from streameval.agents.replay import PackedMessages, replay
+from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
+from streameval.agents.topics import TopicNames, ensure_topics
+from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+KEY = {"STREAMEVAL_CHECKPOINT_KEY": "failover-test-key-" + "k" * 24}
+N_STREAMS = 6
+LIMIT = 1500
+
+
+def _config(stream: str, i: int) -> ExperimentConfig:
+    return ExperimentConfig(
+        stream=stream,
+        learners=["nochange", "nb", "ta:ht"] if i % 2 else ["majority", "ht"],
+        dataset="electricity",
+        limit=LIMIT,
+        delay=str(24 + 12 * i),
+        window=300,
+        snapshot_every=250,
+    )
+
+
+def _comparable(results: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(results))
+    for key in ("runtime", "ingest", "stream", "curves"):
+        out.pop(key, None)
+    out["config"].pop("stream")
+    return out
+
+
+def _outputs(settings: KafkaSettings, topics: list[str], idle: float = 2.0) -> list[dict]:
+    """Every output message on ``topics`` (a predictions message is an array of them)."""
+    consumer = Consumer({**settings.confluent_config(), "group.id": f"o-{uuid.uuid4().hex}"})
+    try:
+        parts = []
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10)
+            parts += [TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions]
+        consumer.assign(parts)
+        out: list[dict] = []
+        last = time.monotonic()
+        while time.monotonic() - last < idle:
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            value = json.loads(msg.value())
+            out += value if isinstance(value, list) else [value]
+            last = time.monotonic()
+        return out
+    finally:
+        consumer.close()
+
+
+def _differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two JSON documents differ (paths and both values)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for key in sorted(set(a) | set(b), key=str):
+            out += _differences(a.get(key), b.get(key), f"{path}/{key}")
+        return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for d in _differences(x, y, f"{path}/{i}")
+        ]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def _defined(log: Path) -> set[str]:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return set(re.findall(r"stream (\S+) defined:", text))
+
+
+def _checkpointed(settings: KafkaSettings, streams: set[str], at_least: int) -> bool:
+    """Whether some stream of ``streams`` has a checkpoint numbered ``at_least`` or more."""
+    topic = TopicNames.for_prefix(settings.topic_prefix).checkpoints
+    return any(
+        m.get("stream") in streams and m.get("id", 0) >= at_least
+        for m in _outputs(settings, [topic], idle=0.5)
+    )
+
+
+def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert alive(), f"a worker died while waiting for {what}"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("point", ["before_first_checkpoint", "after_first_checkpoint"])
+def test_a_killed_workers_streams_are_finished_by_the_other(
+    point: str, kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    settings = replace(kafka_settings, topic_prefix=f"fo{uuid.uuid4().hex[:8]}.")
+    names = ensure_topics(settings.confluent_config(), 4, prefix=settings.topic_prefix)
+    configs = [prepare(_config(f"fo-{i}-{uuid.uuid4().hex[:4]}", i))[1] for i in range(N_STREAMS)]
+    references = {}
+    counts = {}
+    for config in configs:
+        outputs: list[Any] = []
+        references[config.stream] = _comparable(evaluate_config(config, on_output=outputs.append))
+        counts[config.stream] = len(outputs)
+    every = "300" if point == "after_first_checkpoint" else "1000000"
+    args = ["--checkpoint-every", every, "--loglevel", "info"]
+    logs = [tmp_path / "a.log", tmp_path / "b.log"]
+    workers = [start_worker(settings, KEY, log_path=log, extra_args=args) for log in logs]
+    waiter = ResultsWaiter(settings, *(c.stream for c in configs))
+    alive = lambda: all(w.poll() is None for w in workers)  # noqa: E731
+    try:
+        for config in configs:
+            submit_experiment(settings, config)
+        every_stream = {c.stream for c in configs}
+        _wait(
+            lambda: _defined(logs[0]) | _defined(logs[1]) == every_stream, 120, "definitions", alive
+        )
+        victim = 0 if len(_defined(logs[0])) >= len(_defined(logs[1])) else 1
+        theirs = _defined(logs[victim])
+        assert theirs  # the group may give one worker every partition: then it has them all
+        replays = [
+            threading.Thread(
+                target=replay,
+                args=(list(schedule(c, prepare(c)[0])), settings),
+                kwargs={"speed": 1.5e5, "message_format": PackedMessages(20)},
+                daemon=True,
+            )
+            for c in configs
+        ]
+        for thread in replays:
+            thread.start()
+        topic = names.predictions
+        _wait(
+            lambda: (
+                sum(1 for m in _outputs(settings, [topic], 0.3) if m["stream"] in theirs) >= 200
+            ),
+            120,
+            "the victim's first outputs",
+            alive,
+        )
+        if point == "after_first_checkpoint":
+            _wait(lambda: _checkpointed(settings, theirs, 2), 120, "a regular checkpoint", alive)
+        workers[victim].kill()  # SIGKILL
+        workers[victim].wait(10)
+        survivor = workers[1 - victim]
+        for thread in replays:
+            thread.join(180)
+        results = waiter.wait_all(300, alive=lambda: survivor.poll() is None)
+        published = _outputs(settings, [names.predictions, names.metrics, names.drift])
+    finally:
+        for worker in workers:
+            stop_worker(worker)
+    survivor_log = logs[1 - victim].read_text(errors="replace")
+    flagged_total = 0
+    for config in configs:
+        stream = config.stream
+        got = _comparable(results[stream][1])
+        ingest = results[stream][1].get("ingest")
+        assert got == references[stream], (stream, ingest, _differences(got, references[stream]))
+        mine = [m for m in published if m.get("stream") == stream and m.get("kind") != "results"]
+        once = Counter(m["seq"] for m in mine if not m.get("duplicate"))
+        assert set(once) == set(range(counts[stream])), f"{stream}: outputs lost or invented"
+        assert set(once.values()) == {1}, f"{stream}: a re-emitted output was not flagged"
+        flagged = sum(1 for m in mine if m.get("duplicate"))
+        assert results[stream][1]["runtime"]["duplicates_marked"] == flagged, stream
+        if stream in theirs:
+            assert f"restored stream {stream} from checkpoint" in survivor_log
+            assert results[stream][1]["runtime"]["restores"] == 1
+        flagged_total += flagged
+    assert flagged_total > 0  # the victim had published outputs (200 at least) before it died
+    print(f"{point}: victim owned {len(theirs)} streams; {flagged_total} duplicates flagged")
