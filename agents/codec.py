@@ -372,11 +372,12 @@ def failed_message(
     }
 
 
-def failure_text(stream: str, error: Any, deadletter: Any) -> str:
+def failure_text(stream: str, error: Any, deadletter: Any, reason: str = "experiment_error") -> str:
     """What ``run`` and the readers of the metrics topic say of a stream that failed."""
+    what = "the event that failed" if reason == "experiment_error" else "the record"
     return (
-        f"stream {stream!r} stopped: {error} (the event that failed is in the deadletter "
-        f"topic {deadletter}, reason experiment_error)"
+        f"stream {stream!r} stopped: {error} ({what} is in the deadletter topic {deadletter}, "
+        f"reason {reason})"
     )
 
 
@@ -400,5 +401,12 @@ def stream_outcome(message: Any, stream: str) -> dict[str, Any] | None:
         results: dict[str, Any] = message["results"]
         return results
     if kind == "failed":
-        raise StreamFailed(failure_text(stream, message.get("error"), message.get("deadletter")))
+        raise StreamFailed(
+            failure_text(
+                stream,
+                message.get("error"),
+                message.get("deadletter"),
+                str(message.get("reason") or "experiment_error"),
+            )
+        )
     return None

@@ -252,7 +252,12 @@ def health_summary(
         )
     if status is not None and not status.get("healthy", True):
         errors = (status.get("counts") or {}).get("delivery_errors", 0)
-        reasons.append(f"{errors} output(s) not delivered" if errors else "outputs not delivered")
+        refused = list((status.get("refused") or {}).values())
+        if errors or not refused:
+            reasons.append(
+                f"{errors} output(s) not delivered" if errors else "outputs not delivered"
+            )
+        reasons += refused
     out: dict[str, Any] = {"healthy": not reasons, "reason": "; ".join(reasons) or None}
     if broker is not None:
         out["broker"] = broker

@@ -47,7 +47,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from streameval.agents.checkpoint import StreamCheckpoints
+from streameval.agents.checkpoint import CheckpointError, StreamCheckpoints
 from streameval.agents.codec import decode, input_events
 from streameval.agents.config import KafkaSettings
 from streameval.agents.dashboard import DashboardHistory
@@ -105,6 +105,7 @@ class StreamWorker:
         self._refreshed = 0.0
         self._parked_seen: set[str] = set()
         self._looked: set[str] = set()  # streams not in memory whose checkpoint was looked for
+        self.refused: dict[str, str] = {}  # streams whose checkpoint failed verification
 
     @property
     def runners(self) -> dict[str, StreamRunner]:
@@ -148,7 +149,13 @@ class StreamWorker:
             if len(self._looked) > 100_000:  # a flood of undefined stream ids
                 self._looked.clear()
             self._looked.add(stream)
-        runner = self.streams.restore(stream)
+        if stream in self.refused:
+            return None
+        try:
+            runner = self.streams.restore(stream)
+        except CheckpointError as exc:
+            self._refuse(stream, str(exc))
+            return None
         if runner is None:
             return None
         self.release.heard_now(stream)
@@ -221,11 +228,34 @@ class StreamWorker:
         runner = self._runner(event.stream)
         if runner is not None:
             self._push(runner, kind, event, topic, position)
-        elif not self.parking.park(kind, event, position):
+        elif event.stream in self.refused or not self.parking.park(kind, event, position):
             self._unknown(event, topic, position)
 
+    def _refuse(self, stream: str, reason: str) -> None:
+        """``stream``'s checkpoint failed verification: the stream cannot go on here.
+
+        Said everywhere at once: a deadletter record, the stream's ``failed`` notice on
+        the metrics topic (whoever waits for its results stops waiting), ``/health``
+        (503 with the reason), the log. Its events go to the deadletter from now on; the
+        worker serves its other streams. Resuming it needs the key that signed it.
+        """
+        text = f"checkpoint of stream {stream!r} refused: {reason}"
+        self.refused[stream] = text
+        print(f"streameval worker: {text}", file=sys.stderr, flush=True)
+        self.publisher.deadletter(
+            "checkpoint_refused", text, self.names.checkpoints, -1, -1, None, stream
+        )
+        self.publisher.publish_refusal(stream, text)
+
     def _unknown(self, event: InputEvent, topic: str, position: tuple[int, int, int]) -> None:
-        """Deadletter an event of a stream no experiment defines."""
+        """Deadletter an event of a stream no experiment defines (or whose checkpoint
+        was refused)."""
+        if event.stream in self.refused:
+            self.publisher.deadletter(
+                "checkpoint_refused", self.refused[event.stream], topic, position[0],
+                position[1], event.to_dict(), event.stream,
+            )  # fmt: skip
+            return
         self.publisher.deadletter(
             "unknown_stream",
             f"no experiment defines stream {event.stream!r}",
@@ -361,13 +391,15 @@ class StreamWorker:
 
     @property
     def healthy(self) -> bool:
-        """False once an output was not delivered (``/health`` then answers 503)."""
-        return self.publisher.healthy
+        """False once an output was not delivered or a checkpoint was refused (``/health``
+        then answers 503)."""
+        return self.publisher.healthy and not self.refused
 
     def status(self) -> dict[str, Any]:
         """What the health endpoint and the logs show."""
         return {
             "healthy": self.healthy,
+            "refused": dict(self.refused),
             "streams": self.streams.status(),
             "parked": self.parking.sizes(),
             "counts": dict(self.counts),

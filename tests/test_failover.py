@@ -198,3 +198,74 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
         flagged_total += flagged
     assert flagged_total > 0  # the victim had published outputs (200 at least) before it died
     print(f"{point}: victim owned {len(theirs)} streams; {flagged_total} duplicates flagged")
+
+
+def test_a_checkpoint_that_fails_verification_is_refused_loudly_not_in_a_loop(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    """A worker with another key takes over a stream: the stream's checkpoint is refused,
+    once, everywhere at once (deadletter, the stream's ``failed`` notice, ``/health`` 503
+    with the reason), its events go to the deadletter, and the worker keeps serving."""
+    import urllib.error
+    import urllib.request
+
+    from streameval.agents.codec import StreamFailed
+
+    settings = replace(kafka_settings, topic_prefix=f"ck{uuid.uuid4().hex[:8]}.")
+    names = ensure_topics(settings.confluent_config(), 4, prefix=settings.topic_prefix)
+    config = prepare(_config(f"ck-{uuid.uuid4().hex[:4]}", 1))[1]
+    args = ["--checkpoint-every", "300"]
+    first = start_worker(settings, KEY, log_path=tmp_path / "a.log", extra_args=args)
+    waiter = ResultsWaiter(settings, config.stream)
+    second = None
+    try:
+        submit_experiment(settings, config)
+        replayer = threading.Thread(
+            target=replay,
+            args=(list(schedule(config, prepare(config)[0])), settings),
+            kwargs={"speed": 1e5, "message_format": PackedMessages(20)},
+            daemon=True,
+        )
+        replayer.start()
+        alive = lambda: first.poll() is None  # noqa: E731
+        _wait(lambda: _checkpointed(settings, {config.stream}, 2), 120, "a checkpoint", alive)
+        first.kill()
+        first.wait(10)
+        port = _free_port()
+        other_key = {"STREAMEVAL_CHECKPOINT_KEY": "another-key-" + "x" * 30}
+        second = start_worker(
+            settings,
+            other_key,
+            log_path=tmp_path / "b.log",
+            extra_args=[*args, "--web", "--web-port", str(port)],
+        )
+        with pytest.raises(StreamFailed, match=r"checkpoint of stream .* refused: .*HMAC"):
+            waiter.wait(180, alive=lambda: second.poll() is None)
+        replayer.join(120)
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+            raise AssertionError("/health answered 200 with a refused checkpoint")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 503
+            body = json.loads(exc.read())
+        assert "refused" in json.dumps(body), body
+        letters = _outputs(settings, [names.deadletter])
+        refused = [d for d in letters if d["kind"] == "checkpoint_refused"]
+        assert refused and all(d["key"] == config.stream for d in refused)
+        assert any(d["topic"] == names.features for d in refused)  # its events: not lost
+        time.sleep(3)  # a crash loop would have restarted the agent by now
+        assert second.poll() is None, "the worker died"
+        log = (tmp_path / "b.log").read_text(errors="replace")
+        assert log.count(f"checkpoint of stream '{config.stream}' refused") == 1, log[-3000:]
+    finally:
+        stop_worker(first)
+        if second is not None:
+            stop_worker(second)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
