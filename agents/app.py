@@ -110,10 +110,15 @@ def create_app(
                 health.lost(f"checkpoint not confirmed: {exc}")
                 log.warning("checkpoint not confirmed (%s); retrying when the broker answers", exc)
         worker.release.clock.discount(time.monotonic() - started)
-        if worker.can_ack:
-            for event in unacked:
+        held = worker.parking.held()  # parked events are in no checkpoint: not yet
+        keep = []
+        for event in unacked:
+            msg = event.message
+            if (kind_of[msg.topic], msg.partition, msg.offset) in held:
+                keep.append(event)
+            else:
                 event.ack()
-            unacked.clear()
+        unacked[:] = keep
 
     @app.agent(inputs)
     async def ingest(stream: Any) -> None:
@@ -140,7 +145,8 @@ def create_app(
             worker.release.clock.suspend()
         async with busy:
             worker.tick()
-            if (unacked or worker.checkpoints.dirty) and worker.idle_seconds() > 1.0:
+            ackable = len(unacked) > worker.parking.n  # more than the parked ones wait
+            if (ackable or worker.checkpoints.dirty) and worker.idle_seconds() > 1.0:
                 await save_and_ack()
 
     register_views(app, worker, health)  # /dashboard, /api/metrics, /health (GET only)

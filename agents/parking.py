@@ -4,8 +4,11 @@ A stream's events may be read before its definition (the experiments topic is re
 in parallel with the input topics, and ``run`` submits and replays at once). They
 are parked here, in arrival order, until the definition comes; once ``timeout``
 wall seconds passed since the first of a stream, or once ``limit`` events wait in
-all, they go to the deadletter topic (reason ``unknown_stream``). A worker
-acknowledges no input while anything is parked: parked events are in no checkpoint.
+all, they go to the deadletter topic (reason ``unknown_stream``). Parked events are in
+no checkpoint, so the messages that carried them stay unacknowledged (:meth:`held`)
+until they are taken or dead-lettered; every other message is acknowledged as usual, so
+a trickle of events of undefined streams holds back no committed offset for longer than
+the park timeout.
 
 >>> from streameval.pipeline.events import LabelEvent
 >>> parking = Parking(limit=2, timeout=60.0)
@@ -58,6 +61,11 @@ class Parking:
         self.items.setdefault(event.stream, []).append(Parked(kind, event, since, position))
         self.n += 1
         return True
+
+    def held(self) -> set[tuple[str, int, int]]:
+        """``(topic kind, partition, offset)`` of every message a parked event came in."""
+        return {(p.kind, p.position[0], p.position[1]) for items in self.items.values()
+                for p in items}  # fmt: skip
 
     def take(self, stream: str) -> list[Parked]:
         """The events of ``stream`` (defined now), in arrival order; they wait no longer."""

@@ -339,11 +339,6 @@ class StreamWorker:
     def idle_seconds(self) -> float:
         return time.monotonic() - self.last_event
 
-    @property
-    def can_ack(self) -> bool:
-        """Acks may advance only when nothing waits outside a checkpointed runner."""
-        return not self.parking
-
     def _refresh_checkpoints(self) -> set[str]:
         """Read the checkpoints written since the last read (see
         :meth:`~streameval.agents.checkpoint.StreamCheckpoints.refresh`)."""

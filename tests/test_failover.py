@@ -269,3 +269,78 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_a_trickle_of_undefined_streams_does_not_hold_back_committed_offsets(
+    kafka_settings: KafkaSettings, tmp_path: Path
+) -> None:
+    """Events of streams nobody defines arrive on every partition all the time: they wait
+    in the parking (unacknowledged) and go to the deadletter after ``--park-timeout``, but
+    the messages of a defined stream beside them are committed meanwhile."""
+    from confluent_kafka import Producer
+
+    settings = replace(kafka_settings, topic_prefix=f"tr{uuid.uuid4().hex[:8]}.")
+    names = ensure_topics(settings.confluent_config(), 4, prefix=settings.topic_prefix)
+    config = prepare(_config(f"tr-{uuid.uuid4().hex[:4]}", 0))[1]
+    stop = threading.Event()
+
+    def trickle() -> None:
+        producer = Producer(settings.confluent_config())
+        i = 0
+        while not stop.is_set():
+            for p in range(4):
+                event = {"stream": f"ghost-{i}", "id": "1", "ts": 0.0, "x": {"a": 1.0}, "seq": 0}
+                producer.produce(names.features, json.dumps(event).encode(), b"g", partition=p)
+            producer.flush(5)
+            i += 1
+            stop.wait(0.3)
+
+    worker = start_worker(
+        settings, KEY, log_path=tmp_path / "w.log", extra_args=["--park-timeout", "2"]
+    )
+    ghosts = threading.Thread(target=trickle, daemon=True)
+    waiter = ResultsWaiter(settings, config.stream)
+    try:
+        ghosts.start()
+        submit_experiment(settings, config)
+        replay(list(schedule(config, prepare(config)[0])), settings)
+        results = waiter.wait(180, alive=lambda: worker.poll() is None)
+        last = _last_offset_of(settings, names.features, config.stream)
+        group = Consumer({**settings.confluent_config(), "group.id": "streameval-worker"})
+        try:
+            _wait(
+                lambda: (
+                    group.committed([TopicPartition(names.features, last[0])], timeout=10)[0].offset
+                    > last[1]
+                ),
+                60,
+                "the stream's messages committed while the trickle goes on",
+                lambda: worker.poll() is None and ghosts.is_alive(),
+            )
+        finally:
+            group.close()
+        letters = _outputs(settings, [names.deadletter], idle=1.0)
+    finally:
+        stop.set()
+        stop_worker(worker)
+    assert _comparable(results) == _comparable(evaluate_config(config))
+    assert sum(d["kind"] == "unknown_stream" for d in letters) > 0
+
+
+def _last_offset_of(settings: KafkaSettings, topic: str, stream: str) -> tuple[int, int]:
+    """``(partition, offset)`` of ``stream``'s end-of-stream marker on ``topic``."""
+    consumer = Consumer({**settings.confluent_config(), "group.id": f"l-{uuid.uuid4().hex}"})
+    try:
+        meta = consumer.list_topics(topic, timeout=10)
+        consumer.assign([TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error() or msg.key() != stream.encode():
+                continue
+            value = json.loads(msg.value())
+            if any(e.get("end") for e in (value if isinstance(value, list) else [value])):
+                return msg.partition(), msg.offset()
+        raise AssertionError(f"no end marker of {stream} on {topic}")
+    finally:
+        consumer.close()
