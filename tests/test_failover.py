@@ -1,4 +1,10 @@
-"""Scale-out that survives a worker's death: two workers, six streams, one SIGKILLed.
+"""Scale-out that survives a worker's death, and a worker no stream can take down.
+
+* Two workers, six streams, one SIGKILLed (below).
+* A checkpoint signed with another key is refused once and loudly, not in a crash loop.
+* A trickle of events of undefined streams does not hold back committed offsets.
+
+Failover:
 
 The streams are spread over the partitions, so each worker owns some of them. One worker
 is killed (SIGKILL: no chance to save, flush or commit) before or after its first regular
