@@ -19,8 +19,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-test: install  ## run the whole test suite (unit, real datasets, Kafka on the embedded broker)
-	$(PY) -m pytest -q
+test: install  ## the test suite (unit, real datasets, Kafka on the embedded broker) but the fault injections
+	$(PY) -m pytest -q -m "not faults"
 
 README_SLOW ?= 1
 readme-check: install  ## every README command as written, the slow ones too (make run, whole-Electricity tour; ~9 min)
@@ -38,8 +38,8 @@ evaluate: install  ## the same experiment in-process, no Kafka
 	$(BIN)/streameval evaluate --dataset electricity --delay natural --learner nochange --learner majority \
 		--learner nb --learner ht --learner ta:ht --window 1000 --reeval-k 10 --bins 20 --json results/electricity-evaluate.json
 
-faults: install  ## the fault tests plus the 10-minute soak at maximum replay speed (STREAMEVAL_SOAK=1)
-	STREAMEVAL_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_faults_broker.py tests/test_soak.py -s
+faults: install  ## the fault injections (killed workers, lost broker) and the 10-minute soak (STREAMEVAL_SOAK=1)
+	STREAMEVAL_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider -m faults -s
 
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench

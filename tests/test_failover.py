@@ -124,6 +124,7 @@ def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
         time.sleep(0.5)
 
 
+@pytest.mark.faults
 @pytest.mark.parametrize("point", ["before_first_checkpoint", "after_first_checkpoint"])
 def test_a_killed_workers_streams_are_finished_by_the_other(
     point: str, kafka_settings: KafkaSettings, tmp_path: Path
@@ -206,6 +207,7 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
     print(f"{point}: victim owned {len(theirs)} streams; {flagged_total} duplicates flagged")
 
 
+@pytest.mark.faults
 def test_a_checkpoint_that_fails_verification_is_refused_loudly_not_in_a_loop(
     kafka_settings: KafkaSettings, tmp_path: Path
 ) -> None:
@@ -255,10 +257,25 @@ def test_a_checkpoint_that_fails_verification_is_refused_loudly_not_in_a_loop(
             assert exc.code == 503
             body = json.loads(exc.read())
         assert "refused" in json.dumps(body), body
-        letters = _outputs(settings, [names.deadletter])
-        refused = [d for d in letters if d["kind"] == "checkpoint_refused"]
-        assert refused and all(d["key"] == config.stream for d in refused)
-        assert any(d["topic"] == names.features for d in refused)  # its events: not lost
+        # an event of the stream that comes now goes to the deadletter too: nothing is lost
+        from confluent_kafka import Producer
+
+        late = {"stream": config.stream, "id": "late", "ts": 9e9, "x": {"day": "1"}, "seq": 0}
+        producer = Producer(settings.confluent_config())
+        producer.produce(names.features, json.dumps(late).encode(), config.stream.encode())
+        producer.flush(10)
+
+        def refused() -> list[dict]:
+            letters = _outputs(settings, [names.deadletter], idle=0.5)
+            return [d for d in letters if d["kind"] == "checkpoint_refused"]
+
+        _wait(
+            lambda: any(d["topic"] == names.features for d in refused()),
+            60,
+            "the late event dead-lettered",
+            lambda: second.poll() is None,
+        )
+        assert all(d["key"] == config.stream for d in refused())
         time.sleep(3)  # a crash loop would have restarted the agent by now
         assert second.poll() is None, "the worker died"
         log = (tmp_path / "b.log").read_text(errors="replace")

@@ -58,7 +58,7 @@ from streameval.pipeline.merge import topic_of
 from streameval.pipeline.runner import StreamRunner
 from test_kafka_pipeline import read_topic
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.faults]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOWHERE = "127.0.0.1:1"  # nothing listens on port 1

@@ -62,6 +62,7 @@ from streameval.pipeline.ingest import IngestGuard
 pytestmark = [
     pytest.mark.kafka,
     pytest.mark.slow,
+    pytest.mark.faults,
     pytest.mark.skipif(
         os.environ.get("STREAMEVAL_SOAK") != "1",
         reason="soak test (10 min): set STREAMEVAL_SOAK=1 to run it (`make faults`)",
