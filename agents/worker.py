@@ -203,6 +203,8 @@ class StreamWorker:
         except (TypeError, ValueError) as exc:
             return refuse("bad_experiment", str(exc))
         self._runner(config.stream, force=True)  # a definition read again after a rebalance
+        if config.stream in self.refused:  # not defined afresh: its history is not ours
+            return refuse("checkpoint_refused", self.refused[config.stream])
         try:
             runner = self.streams.define(config)
         except StreamConflict as exc:
@@ -356,6 +358,8 @@ class StreamWorker:
         parked = set(self.parking.sizes())
         if parked - self._parked_seen:
             self._refresh_wait = 2.0
+            if len(self._parked_seen) > 100_000:  # a flood of undefined stream ids
+                self._parked_seen.clear()
             self._parked_seen |= parked
         if time.monotonic() - self._refreshed < self._refresh_wait:
             return

@@ -74,13 +74,14 @@ def _outputs(settings: KafkaSettings, topics: list[str], idle: float = 2.0) -> l
         consumer.assign(parts)
         out: list[dict] = []
         last = time.monotonic()
-        while time.monotonic() - last < idle:
+        wait = max(idle, 10.0)  # the first fetch of a new consumer may be slow (a busy machine)
+        while time.monotonic() - last < wait:
             msg = consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
             value = json.loads(msg.value())
             out += value if isinstance(value, list) else [value]
-            last = time.monotonic()
+            last, wait = time.monotonic(), idle
         return out
     finally:
         consumer.close()
