@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from streameval.pipeline.spec import SpecError
-from streameval.pipeline.streams.locate import data_directory, find, locate
+from streameval.pipeline.streams.locate import data_directory, find, locate, packaged_path
 from streameval.pipeline.streams.real import REAL_DATASETS
 
 
@@ -25,7 +25,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         if path is None:
             where = "not downloaded" if info.download else "not found (place it by hand)"
         else:
-            source = "package" if "streams/data" in path.as_posix() else "data directory"
+            source = "package" if path == packaged_path(info) else "data directory"
             where = f"{source}: {path} ({path.stat().st_size / 1e6:.1f} MB)"
         print(f"{name:<12} {where}")
         for form in info.files:
