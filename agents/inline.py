@@ -108,6 +108,9 @@ def consume_stream(
             runner = worker.runners.get(stream)
             if runner is not None and runner.failed is not None:
                 raise StreamFailed(failure_text(stream, runner.failed, worker.names.deadletter))
+            if runner is None and stream in worker.stopped:  # over budget: never defined
+                kind, reason = worker.stopped[stream]
+                raise StreamFailed(failure_text(stream, reason, worker.names.deadletter, kind))
             now = time.monotonic()
             if now >= next_tick:
                 worker.tick()

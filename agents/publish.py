@@ -196,14 +196,14 @@ class Publisher:
         self._flag("metrics", value, runner)
         self.produce(self.topics["metrics"], stream, value)
 
-    def publish_refusal(self, stream: str, error: str) -> None:
-        """The ``failed`` notice of a stream whose checkpoint was refused (no runner, so no
-        output number), with ``reason``: ``checkpoint_refused``."""
+    def publish_refusal(self, stream: str, error: str, reason: str = "checkpoint_refused") -> None:
+        """The ``failed`` notice of a stream that has no runner here (its checkpoint was
+        refused, its experiment was over budget: no output number), with ``reason``."""
         value = failed_message(
             stream, n_labelled=0, ts=None, error=error, deadletter=self.names.deadletter, seq=0
         )
         del value["seq"]  # no runner, no output count
-        value["reason"] = "checkpoint_refused"
+        value["reason"] = reason
         self.produce(self.topics["metrics"], stream, value)
 
     def deadletter(

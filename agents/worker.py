@@ -47,6 +47,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from streameval.agents.admission import Admission, Budget
 from streameval.agents.checkpoint import CheckpointError, StreamCheckpoints
 from streameval.agents.codec import decode, input_events
 from streameval.agents.config import KafkaSettings
@@ -82,6 +83,7 @@ class StreamWorker:
         predictions: bool = True,
         producer: Any = None,
         checkpoints: bool = True,
+        budget: Budget | None = None,
     ) -> None:
         if producer is None:
             from confluent_kafka import Producer
@@ -106,6 +108,10 @@ class StreamWorker:
         self._parked_seen: set[str] = set()
         self._looked: set[str] = set()  # streams not in memory whose checkpoint was looked for
         self.refused: dict[str, str] = {}  # streams whose checkpoint failed verification
+        self.admission = Admission(budget)
+        # streams not defined, by id: (deadletter kind, reason); over budget, or it raised
+        self.stopped: dict[str, tuple[str, str]] = {}
+        self._touching: str | None = None  # the stream of the message being handled
 
     @property
     def runners(self) -> dict[str, StreamRunner]:
@@ -158,6 +164,7 @@ class StreamWorker:
             return None
         if runner is None:
             return None
+        self.admission.charge(runner.config)  # admitted once: charged, never refused now
         self.release.heard_now(stream)
         marks = getattr(runner, "output_marks", {})
         top = self.publisher.find_emitted(self.settings.confluent_config(), stream, marks)
@@ -175,7 +182,22 @@ class StreamWorker:
     def handle(
         self, kind: str, raw: bytes | None, key: bytes | None, partition: int, offset: int
     ) -> None:
-        """Process one message read from the ``kind`` topic."""
+        """Process one message read from the ``kind`` topic.
+
+        Nothing a message does escapes: an exception raised while handling it (a
+        ``MemoryError`` too) dead-letters the message (kind ``worker_error``) and stops
+        the stream it touched, which publishes its ``failed`` notice; the message counts
+        as handled (it is acknowledged), and the worker goes on with the other streams.
+        """
+        self._touching = None
+        try:
+            self._handle(kind, raw, key, partition, offset)
+        except Exception as exc:  # isolate the message: see the docstring
+            self._contain(exc, getattr(self.names, kind), raw, key, partition, offset)
+
+    def _handle(
+        self, kind: str, raw: bytes | None, key: bytes | None, partition: int, offset: int
+    ) -> None:
         self.last_event = time.monotonic()
         self.release.clock.heard(self.last_event)
         topic = getattr(self.names, kind)
@@ -202,9 +224,14 @@ class StreamWorker:
             config = ExperimentConfig.from_dict(message)
         except (TypeError, ValueError) as exc:
             return refuse("bad_experiment", str(exc))
+        self._touching = config.stream
         self._runner(config.stream, force=True)  # a definition read again after a rebalance
         if config.stream in self.refused:  # not defined afresh: its history is not ours
             return refuse("checkpoint_refused", self.refused[config.stream])
+        over = None if self.streams.get(config.stream) else self.admission.refusal(config)
+        if over is not None:  # estimated before anything is allocated
+            self._stop(config.stream, over, "over_budget")
+            return refuse("over_budget", over)
         try:
             runner = self.streams.define(config)
         except StreamConflict as exc:
@@ -213,6 +240,8 @@ class StreamWorker:
             return refuse("bad_experiment", f"experiment refused: {exc}")
         if runner is None:  # defined already, with this experiment
             return None
+        self.admission.charge(config)
+        self.stopped.pop(config.stream, None)
         self.release.heard_now(config.stream)
         self.checkpoints.changed(config.stream)
         self.counts["experiments"] += 1
@@ -249,6 +278,46 @@ class StreamWorker:
         )
         self.publisher.publish_refusal(stream, text)
 
+    def _contain(
+        self,
+        exc: Exception,
+        topic: str,
+        raw: bytes | None,
+        key: bytes | None,
+        partition: int,
+        offset: int,
+    ) -> None:
+        """An exception escaped the handling of a message: dead-letter the message with
+        it and stop the stream it touched (see :meth:`handle`)."""
+        stream = self._touching
+        text = f"{type(exc).__name__}: {exc}"
+        log.error("handling a message of %s failed (stream %s): %s", topic, stream, text)
+        stopped = f"; stream {stream!r} was stopped" if stream is not None else ""
+        self.publisher.deadletter(
+            "worker_error", f"handling this message failed: {text}{stopped}", topic, partition,
+            offset, raw, key,
+        )  # fmt: skip
+        if stream is None:
+            return
+        runner = self.streams.get(stream)
+        if runner is None:  # its definition failed: nothing was defined
+            self._stop(stream, text, "worker_error")
+            return
+        if runner.failed is None:
+            runner.failed = text
+        self.checkpoints.changed(stream)
+        if stream not in self.streams.concluded:
+            self.publisher.publish_failure(stream, runner)
+            self.streams.concluded.add(stream)
+
+    def _stop(self, stream: str, reason: str, kind: str) -> None:
+        """``stream`` is not defined here (over budget, or its definition raised): its
+        ``failed`` notice says why, so whoever waits for its results stops waiting."""
+        if len(self.stopped) > 100_000:  # a flood of refused stream ids
+            self.stopped.clear()
+        self.stopped[stream] = (kind, reason)
+        self.publisher.publish_refusal(stream, reason, kind)
+
     def _unknown(self, event: InputEvent, topic: str, position: tuple[int, int, int]) -> None:
         """Deadletter an event of a stream no experiment defines (or whose checkpoint
         was refused)."""
@@ -276,6 +345,7 @@ class StreamWorker:
         topic: str,
         position: tuple[int, int, int],
     ) -> None:
+        self._touching = event.stream
         outputs, rejections = runner.push(kind, event, position)
         self.release.heard_on(event.stream, kind)
         self._emit(event.stream, runner, outputs, rejections, topic, position[:2])
@@ -399,6 +469,7 @@ class StreamWorker:
         return {
             "healthy": self.healthy,
             "refused": dict(self.refused),
+            "admitted_memory": self.admission.memory,
             "streams": self.streams.status(),
             "parked": self.parking.sizes(),
             "counts": dict(self.counts),

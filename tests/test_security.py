@@ -453,7 +453,8 @@ BOMB_SCRIPT = textwrap.dedent(
                 x = {"stream": name, "id": "1", "ts": 0.0, "seq": i}
                 x.update({"x": {"a": 1.0}} if kind == "features" else {"y": "a"})
                 w.handle(kind, encode(x), name.encode(), 0, 0)
-            outcome = "refused" if "bad_experiment" in p.kinds else "defined"
+            refused = {"bad_experiment", "over_budget"} & set(p.kinds)
+            outcome = "refused" if refused else "defined"
         except BaseException as exc:
             outcome = "crashed: " + type(exc).__name__
         out[name] = {"outcome": outcome, "seconds": round(time.perf_counter() - start, 2)}

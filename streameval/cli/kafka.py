@@ -90,6 +90,41 @@ def _add_broker_timeout(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_budget_options(p: argparse.ArgumentParser) -> None:
+    from streameval.agents.admission import STREAM_MEMORY, STREAM_WORK, WORKER_MEMORY, parse_size
+    from streameval.pipeline.cost import size_text
+
+    g = p.add_argument_group(
+        "admission",
+        "an experiment whose estimated cost is over a budget is refused to the deadletter "
+        "(kind over_budget, with the estimate and the limit) and its stream is not defined",
+    )
+    g.add_argument(
+        "--memory-budget",
+        type=parse_size,
+        default=None,
+        metavar="SIZE",
+        help="estimated memory all the worker's streams may hold together (e.g. 4GiB; "
+        f"default: $STREAMEVAL_MEMORY_BUDGET, else {size_text(WORKER_MEMORY)})",
+    )
+    g.add_argument(
+        "--stream-memory-budget",
+        type=parse_size,
+        default=None,
+        metavar="SIZE",
+        help="estimated memory one stream may hold (default: "
+        f"$STREAMEVAL_STREAM_MEMORY_BUDGET, else {size_text(STREAM_MEMORY)})",
+    )
+    g.add_argument(
+        "--stream-work-budget",
+        type=int,
+        default=None,
+        metavar="UPDATES",
+        help="estimated updates one labelled instance may cost a stream (default: "
+        f"$STREAMEVAL_STREAM_WORK_BUDGET, else {STREAM_WORK:,})",
+    )
+
+
 # -- command handlers ------------------------------------------------------------------------
 
 
@@ -124,6 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    from streameval.agents.admission import Budget, parse_size
     from streameval.agents.app import create_app, run_app
     from streameval.agents.checkpoint import checkpoint_key
     from streameval.agents.publish import watched_producer
@@ -137,6 +173,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
         )
     mapping = mapping_from_args(args)  # the user's own topics, if configured
     key = checkpoint_key(ephemeral=args.ephemeral)  # refused before anything starts
+    given = {
+        "worker_memory": args.memory_budget,
+        "stream_memory": args.stream_memory_budget,
+        "stream_work": args.stream_work_budget,
+    }
+    budget = Budget(**{k: parse_size(v) for k, v in given.items() if v is not None})
     logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
     from streameval.agents.health import broker_timeout, watch_broker
@@ -158,6 +200,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             park_timeout=args.park_timeout,
             predictions=not args.no_predictions,
             producer=producer,
+            budget=budget,
         )
         checkpoints = worker.checkpoints.ids
         restored = worker.restore()
@@ -334,6 +377,7 @@ def register(sub: Any) -> None:
         "and results only; no test-then-train prediction at each label unless re-evaluation "
         "needs it) (default: off, predictions published)",
     )
+    _add_budget_options(p)
     _add_broker_timeout(p)
     p.add_argument("--web", action="store_true", help="serve the health/dashboard web views")
     p.add_argument(
