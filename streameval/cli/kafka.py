@@ -28,6 +28,7 @@ from streameval.cli.experiment import add_experiment_options
 from streameval.cli.settings import EnvSetting
 from streameval.cli.settings import options as options_of
 from streameval.cli.source import add_source_options, mapping_from_args, start_source
+from streameval.pipeline.memory import MAX_STRING, STREAM_BYTES, WORKER_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             orphan_ttl=args.orphan_ttl,
             idle_timeout=args.idle_timeout,
             park_timeout=args.park_timeout,
+            worker_bytes=args.memory_budget << 20,
+            stream_bytes=args.stream_memory_budget << 20,
+            max_string=args.max_string,
             predictions=not args.no_predictions,
             producer=producer,
         )
@@ -326,6 +330,31 @@ def register(sub: Any) -> None:
         type=float,
         default=60.0,
         help="wall seconds events of an undefined stream wait before the deadletter",
+    )
+    p.add_argument(
+        "--memory-budget",
+        type=int,
+        default=WORKER_BYTES >> 20,
+        metavar="MIB",
+        help="MiB of input events the worker holds in all (parked, queued, orphan labels, "
+        "pending features); an event beyond goes to the deadletter as over_budget "
+        f"(default {WORKER_BYTES >> 20})",
+    )
+    p.add_argument(
+        "--stream-memory-budget",
+        type=int,
+        default=STREAM_BYTES >> 20,
+        metavar="MIB",
+        help="MiB of input events one stream holds (its parked events apart) "
+        f"(default {STREAM_BYTES >> 20})",
+    )
+    p.add_argument(
+        "--max-string",
+        type=int,
+        default=MAX_STRING,
+        metavar="CHARS",
+        help="longest string feature value or label; a longer one goes to the deadletter as "
+        f"too_long (default {MAX_STRING})",
     )
     p.add_argument(
         "--no-predictions",

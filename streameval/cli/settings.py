@@ -60,6 +60,9 @@ OPTION_ENV: dict[str, str] = {
     "data_dir": "STREAMEVAL_DATA_DIR",
     "bootstrap": "KAFKA_BOOTSTRAP_SERVERS",
     "broker_timeout": "STREAMEVAL_BROKER_TIMEOUT",
+    "memory_budget": "STREAMEVAL_MEMORY_BUDGET",
+    "stream_memory_budget": "STREAMEVAL_STREAM_MEMORY_BUDGET",
+    "max_string": "STREAMEVAL_MAX_STRING",
 }
 #: Options that read a key of another section when their own is absent.
 OPTION_FILE_ALIAS: dict[str, tuple[str, str]] = {"bootstrap": ("kafka", "bootstrap_servers")}
