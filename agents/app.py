@@ -41,8 +41,29 @@ from streameval.agents.dashboard import register_views
 from streameval.agents.health import EXIT_BROKER_LOST, BrokerHealth
 from streameval.agents.topics import INPUT_KINDS, TopicNames
 from streameval.agents.worker import StreamWorker
+from streameval.schemas import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
+
+
+def read_ahead(budget: int | None) -> dict[str, Any]:
+    """Faust's read-ahead, sized to the worker's byte budget.
+
+    Messages fetched but not yet handled are in no budget, and a message may be up to
+    :data:`~streameval.schemas.MAX_MESSAGE_BYTES`: the agent's buffer holds at most an
+    eighth of the budget in such messages (8 at least), and each partition's fetch at most
+    a sixty-fourth (1 MiB at least), so the worker's memory exceeds its budget by at most
+    about half of it plus the interpreter's own (``docs/reliability.md``, *Memory*).
+
+    >>> read_ahead(512 << 20)
+    {'stream_buffer_maxsize': 64, 'consumer_max_fetch_size': 8388608}
+    """
+    if budget is None:
+        return {}
+    return {
+        "stream_buffer_maxsize": max(8, budget // 8 // MAX_MESSAGE_BYTES),
+        "consumer_max_fetch_size": max(MAX_MESSAGE_BYTES, budget // 64),
+    }
 
 
 def create_app(
@@ -73,6 +94,7 @@ def create_app(
             web_port=web_port,
             web_bind=web_bind,
             datadir=tempfile.mkdtemp(prefix="streameval-faust-"),
+            **read_ahead(worker.pool.limit),
         ),
     )
     kind_of = names.kinds(INPUT_KINDS)
@@ -128,6 +150,9 @@ def create_app(
             async with busy:
                 msg = event.message
                 worker.handle(kind_of[msg.topic], event.value, msg.key, msg.partition, msg.offset)
+                # acknowledged after the next checkpoint, which needs only its position: its
+                # bytes (up to 1 MiB) go now, not with thousands of others at the checkpoint
+                msg.value = event.value = None
                 unacked.append(event)
                 if worker.checkpoint_due():
                     await save_and_ack()

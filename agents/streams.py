@@ -12,6 +12,7 @@ from typing import Any
 
 from streameval.agents.checkpoint import StreamCheckpoints
 from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.memory import BytePool
 from streameval.pipeline.runner import StreamRunner
 
 
@@ -32,6 +33,10 @@ class StreamRegistry:
         numbering).
     orphan_ttl
         Event-time seconds a label waits for its features, in the streams defined here.
+    pool, stream_bytes, max_string
+        The byte budgets of every stream here, defined or restored: the worker's pool,
+        the bytes per stream, the longest string value (see
+        :class:`~streameval.pipeline.runner.StreamRunner`).
     """
 
     def __init__(
@@ -40,7 +45,11 @@ class StreamRegistry:
         *,
         predictions: bool = True,
         orphan_ttl: float = 3600.0,
+        pool: BytePool | None = None,
+        stream_bytes: int | None = None,
+        max_string: int | None = None,
     ) -> None:
+        self.budgets = (pool, stream_bytes, max_string)
         self.checkpoints = checkpoints
         self.predictions = predictions
         self.orphan_ttl = orphan_ttl
@@ -57,6 +66,7 @@ class StreamRegistry:
         if runner is None:
             return None
         self.runners[stream] = runner
+        runner.bind(*self.budgets)
         runner.n_restores += 1
         if runner.finished or runner.failed is not None:  # its results (or failure) went out
             self.concluded.add(stream)
@@ -78,6 +88,7 @@ class StreamRegistry:
                 )
             return None
         runner = StreamRunner(config, emit_predictions=self.predictions, orphan_ttl=self.orphan_ttl)
+        runner.bind(*self.budgets)
         self.runners[config.stream] = runner
         return runner
 

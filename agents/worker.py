@@ -9,6 +9,9 @@ is done by its parts, one job each:
 * :class:`~streameval.agents.streams.StreamRegistry`: the runner of each stream, defined
   or restored from its checkpoint;
 * :class:`~streameval.agents.parking.Parking`: events of streams not defined yet;
+* :class:`~streameval.pipeline.memory.BytePool`: the worker's byte budget, shared by the
+  parking and every stream's runner (events beyond it go to the deadletter as
+  ``over_budget``);
 * :class:`~streameval.agents.publish.Publisher`: the outputs, their duplicate flags and
   the deadletter records of input that could not be used;
 * :class:`~streameval.agents.checkpoint.StreamCheckpoints`: when and what to checkpoint;
@@ -60,6 +63,7 @@ from streameval.agents.topics import TopicNames
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.ingest import Rejection
+from streameval.pipeline.memory import MAX_STRING, STREAM_BYTES, WORKER_BYTES, BytePool
 from streameval.pipeline.runner import StreamRunner
 from streameval.pipeline.spec import SpecError
 
@@ -80,6 +84,9 @@ class StreamWorker:
         rejoin_grace: float = 60.0,
         park_limit: int = 100_000,
         park_timeout: float = 60.0,
+        worker_bytes: int | None = WORKER_BYTES,
+        stream_bytes: int | None = STREAM_BYTES,
+        max_string: int | None = MAX_STRING,
         predictions: bool = True,
         producer: Any = None,
         checkpoints: bool = True,
@@ -93,10 +100,12 @@ class StreamWorker:
         self.names = TopicNames.for_prefix(settings.topic_prefix)
         self.counts: Counter[str] = Counter()
         self.checkpoints = StreamCheckpoints(key, checkpoint_every, enabled=checkpoints)
+        self.pool = BytePool(worker_bytes)  # what the parking and the runners hold
         self.streams = StreamRegistry(
-            self.checkpoints, predictions=predictions, orphan_ttl=orphan_ttl
-        )
-        self.parking = Parking(park_limit, park_timeout)
+            self.checkpoints, predictions=predictions, orphan_ttl=orphan_ttl,
+            pool=self.pool, stream_bytes=stream_bytes, max_string=max_string,
+        )  # fmt: skip
+        self.parking = Parking(park_limit, park_timeout, stream_bytes=stream_bytes, pool=self.pool)
         self.publisher = Publisher(producer, self.names, self.counts)
         self.release = IdleRelease(idle_timeout, grace=rejoin_grace)
         self.history = DashboardHistory()  # what the dashboard shows (bounded, in memory)
@@ -259,8 +268,12 @@ class StreamWorker:
         runner = self._runner(event.stream)
         if runner is not None:
             self._push(runner, kind, event, topic, position)
-        elif event.stream in self.refused or not self.parking.park(kind, event, position):
+        elif event.stream in self.refused:
             self._unknown(event, topic, position)
+        elif (refused := self.parking.park(kind, event, position)) is not None:
+            self.publisher.deadletter(
+                *refused, topic, position[0], position[1], event.to_dict(), event.stream
+            )
 
     def _refuse(self, stream: str, reason: str) -> None:
         """``stream``'s checkpoint failed verification: the stream cannot go on here.
@@ -472,5 +485,11 @@ class StreamWorker:
             "admitted_memory": self.admission.memory,
             "streams": self.streams.status(),
             "parked": self.parking.sizes(),
+            "bytes": {
+                "held": self.pool.held,
+                "peak": self.pool.peak,
+                "limit": self.pool.limit,
+                "parked": self.parking.nbytes,
+            },
             "counts": dict(self.counts),
         }

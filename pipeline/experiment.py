@@ -203,10 +203,14 @@ class Experiment:
 
     # -- the protocol -----------------------------------------------------------------------
 
-    def process(self, event: InputEvent) -> list[Output]:
-        """Handle one input event; return what it produced."""
+    def process(self, event: InputEvent, nbytes: int = 0) -> list[Output]:
+        """Handle one input event; return what it produced.
+
+        ``nbytes``, the bytes of a feature event, is counted in ``buffer.nbytes`` while
+        its instance is pending (the Kafka runner's byte budget).
+        """
         if isinstance(event, FeatureEvent):
-            out = self._on_features(event)
+            out = self._on_features(event, nbytes)
         elif isinstance(event, LabelEvent):
             out = self._on_label(event)
         elif isinstance(event, EndOfStream):
@@ -237,10 +241,10 @@ class Experiment:
             return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
         return list(learner.predict_many(xs, at=ats))
 
-    def _on_features(self, ev: FeatureEvent) -> list[Output]:
+    def _on_features(self, ev: FeatureEvent, nbytes: int = 0) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
         if ev.id in self.buffer:
-            self.buffer.update_features(ev.id, ev.x)
+            self.buffer.update_features(ev.id, ev.x, nbytes)
             self._updated.add(ev.id)
             self.counters["feature_updates"] += 1
             return []
@@ -249,7 +253,9 @@ class Experiment:
             return []
         at = self.context.arrive()
         self.n_instances += 1
-        evicted = self.buffer.add(ev.id, at=at, ts=ev.ts, x=ev.x, labels_seen=self.n_labelled)
+        evicted = self.buffer.add(
+            ev.id, at=at, ts=ev.ts, x=ev.x, labels_seen=self.n_labelled, nbytes=nbytes
+        )
         if evicted is not None:  # its label may never come: drop what we kept beside it
             self._first_scores.pop(evicted.uid, None)
             self._updated.discard(evicted.uid)

@@ -26,7 +26,13 @@ passed its JSON Schema (``schemas/``) and the merge (:mod:`streameval.pipeline.m
 * a label for an instance never seen is an *orphan*: it waits (up to
   ``orphan_ttl`` seconds of event time) for its features, and enters right
   after them; when its time is up, or the stream ends, it is rejected as
-  ``orphan_label``.
+  ``orphan_label``;
+* an event refused before the merge (:meth:`IngestGuard.refuse`: over the byte
+  budget, a string too long) is rejected with the refusal's kind; when it was an
+  instance's features, the instance's label is rejected with the same kind, at
+  once, naming the refusal -- whether it already waits as an orphan or comes later
+  (the ids of the last ``remember`` refused instances are kept) -- instead of
+  waiting ``orphan_ttl`` for features that will never be admitted.
 
 Event time never goes backwards in what the experiment gets: an admitted event
 older than the newest time already admitted enters at that time instead
@@ -39,7 +45,9 @@ label older than its features, a re-prediction older than the first one).
 Every rejection names its reason and carries the event and its source (the
 topic kind, partition and offset of the message that carried it, when the
 caller gave one), for the dead-letter topic. Memory is bounded: the ids of
-labelled instances are remembered for the last ``remember`` labels only.
+labelled instances are remembered for the last ``remember`` labels only, and the
+orphan labels' bytes (as given to :meth:`IngestGuard.admit`) are counted in
+``orphan_nbytes`` for the stream's byte budget.
 """
 
 from __future__ import annotations
@@ -93,6 +101,9 @@ class IngestGuard:
         self._labelled: OrderedDict[str, None] = OrderedDict()
         self._orphans: OrderedDict[str, tuple[float, LabelEvent]] = OrderedDict()
         self._orphan_sources: dict[str, Source | None] = {}
+        self._orphan_bytes: dict[str, int] = {}
+        self.orphan_nbytes = 0
+        self._refused: OrderedDict[str, str] = OrderedDict()  # refused features: id -> kind
         self.counts: dict[str, int] = {}
         self.clock = float("-inf")  # the newest event time admitted
         self.n_retimed = 0
@@ -109,6 +120,7 @@ class IngestGuard:
             if not everything and expiry >= now:
                 break
             del self._orphans[uid]
+            self.orphan_nbytes -= self._orphan_bytes.pop(uid, 0)
             rejected.append(
                 self._reject(
                     "orphan_label",
@@ -119,17 +131,52 @@ class IngestGuard:
                 )
             )
 
+    def refuse(
+        self,
+        kind: str,
+        reason: str,
+        event: InputEvent,
+        is_pending: Callable[[str], bool],
+        source: Source | None = None,
+    ) -> list[Rejection]:
+        """Reject ``event``, refused before the merge; when it is the features of an
+        instance not pending, also the label waiting for them (and any later label)."""
+        rejected = [self._reject(kind, reason, event, source)]
+        if not isinstance(event, FeatureEvent) or is_pending(event.id):
+            return rejected
+        self._refused[event.id] = kind
+        if len(self._refused) > self.remember:
+            self._refused.popitem(last=False)
+        orphan = self._orphans.pop(event.id, None)
+        if orphan is not None:
+            self.orphan_nbytes -= self._orphan_bytes.pop(event.id, 0)
+            rejected.append(self.refused_label(orphan[1], self._orphan_sources.pop(event.id)))
+        return rejected
+
+    def was_refused(self, uid: str) -> bool:
+        """Whether the features of instance ``uid`` were refused (and not admitted since)."""
+        return uid in self._refused
+
+    def refused_label(self, label: LabelEvent, source: Source | None) -> Rejection:
+        """Reject the label of an instance whose features were refused (:meth:`refuse`)."""
+        kind = self._refused[label.id]
+        return self._reject(
+            kind, f"label for id {label.id!r} whose features were refused ({kind})", label, source
+        )
+
     def admit(
         self,
         event: InputEvent,
         is_pending: Callable[[str], bool],
         source: Source | None = None,
+        nbytes: int = 0,
     ) -> tuple[list[InputEvent], list[Rejection]]:
         """The events to pass to the experiment now, and the rejected ones.
 
         ``is_pending(id)`` tells whether the experiment is waiting for that
         instance's label; ``source`` is where ``event`` was read, named by its
-        rejection if it is rejected.
+        rejection if it is rejected; ``nbytes`` its bytes, counted while it waits
+        as an orphan.
         """
         admitted: list[InputEvent] = []
         rejected: list[Rejection] = []
@@ -177,8 +224,10 @@ class IngestGuard:
                 return admitted, rejected
             event = self._in_time(event)
             admitted.append(event)
+            self._refused.pop(event.id, None)  # sent again, and admitted this time
             orphan = self._orphans.pop(event.id, None)
             self._orphan_sources.pop(event.id, None)
+            self.orphan_nbytes -= self._orphan_bytes.pop(event.id, 0)
             if orphan is not None:
                 label = orphan[1]
                 admitted.append(LabelEvent(label.stream, label.id, event.ts, label.y, event.seq))
@@ -214,9 +263,14 @@ class IngestGuard:
             rejected.append(
                 self._reject("duplicate_label", f"second label for id {event.id!r}", event, source)
             )
+        elif event.id in self._refused:
+            rejected.append(self.refused_label(event, source))
         else:
             self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
             self._orphan_sources[event.id] = source
+            if nbytes:
+                self._orphan_bytes[event.id] = nbytes
+                self.orphan_nbytes += nbytes
         return admitted, rejected
 
     def _in_time(self, event: FeatureEvent | LabelEvent) -> FeatureEvent | LabelEvent:

@@ -17,6 +17,8 @@ its end-of-stream marker are dropped and counted.
 Each event may carry its *source* (topic kind, partition, offset of the Kafka message
 that carried it) through the merge: the events released by a push are usually not the
 event just pushed, and whatever is later rejected must name the message that carried it.
+It may also carry its estimated bytes (:func:`streameval.pipeline.memory.footprint`):
+``nbytes`` is the total of the queued events, which the runner's byte budget bounds.
 
 If one topic stays silent for a long time (a live stream whose labels come
 rarely), :meth:`EventMerger.release_idle` lets the other side through:
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from streameval.pipeline.events import EndOfStream, InputEvent, LabelEvent
 
@@ -38,6 +41,14 @@ LABELS = "labels"
 Source = tuple[str, int, int]
 
 
+class Queued(NamedTuple):
+    """A released event, where it was read, and the bytes it was pushed with."""
+
+    event: InputEvent
+    source: Source | None
+    nbytes: int
+
+
 @dataclass
 class _Side:
     queue: deque[InputEvent] = field(default_factory=deque)
@@ -45,6 +56,7 @@ class _Side:
     end: EndOfStream | None = None
     sources: deque[Source | None] = field(default_factory=deque)  # parallel to ``queue``
     end_source: Source | None = None
+    sizes: deque[int] = field(default_factory=deque)  # parallel to ``queue``
 
 
 class EventMerger:
@@ -71,8 +83,16 @@ class EventMerger:
         self.n_after_end = 0
         self.n_idle_released = 0
         self.end_released = False
+        self.nbytes = 0  # the bytes of the queued events, as pushed
+        self.feature_ids: dict[str, int] = {}  # ids of the queued feature events: how many
 
-    def push(self, topic: str, event: InputEvent, source: Source | None = None) -> bool:
+    def accepts(self, topic: str) -> bool:
+        """Whether an event of ``topic`` would be queued (the topic has not ended)."""
+        return not self.sides[topic].ended
+
+    def push(
+        self, topic: str, event: InputEvent, source: Source | None = None, nbytes: int = 0
+    ) -> bool:
         """Queue an event read from ``topic``; False if the topic had already ended."""
         side = self.sides[topic]
         if side.ended:
@@ -85,16 +105,30 @@ class EventMerger:
         else:
             side.queue.append(event)
             side.sources.append(source)
+            side.sizes.append(nbytes)
+            self.nbytes += nbytes
+            if topic == FEATURES:
+                self.feature_ids[event.id] = self.feature_ids.get(event.id, 0) + 1
         return True
+
+    def _left(self, side: _Side) -> Queued:
+        """Take the first event queued on ``side``."""
+        event, nbytes = side.queue.popleft(), side.sizes.popleft()
+        self.nbytes -= nbytes
+        if side is self.sides[FEATURES]:
+            left = self.feature_ids.pop(event.id) - 1  # type: ignore[union-attr]
+            if left:
+                self.feature_ids[event.id] = left  # type: ignore[union-attr]
+        return Queued(event, side.sources.popleft(), nbytes)
 
     def ready(self) -> list[InputEvent]:
         """Every event that can be released now, in schedule order."""
-        return [event for event, _ in self.ready_sourced()]
+        return [item.event for item in self.ready_items()]
 
-    def ready_sourced(self) -> list[tuple[InputEvent, Source | None]]:
-        """:meth:`ready`, each event with the source it was pushed with."""
+    def ready_items(self) -> list[Queued]:
+        """:meth:`ready`, each event with the source and bytes it was pushed with."""
         f, lab = self.sides[FEATURES], self.sides[LABELS]
-        out: list[tuple[InputEvent, Source | None]] = []
+        out: list[Queued] = []
         while True:
             if f.queue and lab.queue:
                 side = f if f.queue[0].order_key <= lab.queue[0].order_key else lab
@@ -104,23 +138,21 @@ class EventMerger:
                 side = lab
             else:
                 break
-            out.append((side.queue.popleft(), side.sources.popleft()))
+            out.append(self._left(side))
         if f.ended and lab.ended and not f.queue and not lab.queue and not self.end_released:
             self.end_released = True
-            ends = [(s.end, s.end_source) for s in (f, lab) if s.end is not None]
-            out.append(max(ends, key=lambda e: e[0].order_key))
+            ends = [Queued(s.end, s.end_source, 0) for s in (f, lab) if s.end is not None]
+            out.append(max(ends, key=lambda e: e.event.order_key))
         return out
 
     def release_idle(self, topic: str) -> list[InputEvent]:
         """Release everything queued on ``topic`` although the other topic is silent."""
-        return [event for event, _ in self.release_idle_sourced(topic)]
+        return [item.event for item in self.release_idle_items(topic)]
 
-    def release_idle_sourced(self, topic: str) -> list[tuple[InputEvent, Source | None]]:
-        """:meth:`release_idle`, each event with its source."""
+    def release_idle_items(self, topic: str) -> list[Queued]:
+        """:meth:`release_idle`, each event with its source and bytes."""
         side = self.sides[topic]
-        out = list(zip(side.queue, side.sources, strict=True))
-        side.queue.clear()
-        side.sources.clear()
+        out = [self._left(side) for _ in range(len(side.queue))]
         self.n_idle_released += len(out)
         return out
 

@@ -26,17 +26,35 @@ fails on a value, a bug) does not propagate: the event is reported as an
 holds inconsistent state and no result computed from it could be trusted.
 A worker therefore never crashes on the same message again and again, and the
 other streams go on.
+
+Memory is bounded in bytes (:mod:`streameval.pipeline.memory`). Each event is measured
+once as it enters (:func:`~streameval.pipeline.memory.footprint`); the runner holds it
+in its merge queue, then as an orphan label or a pending instance's features, and
+``held`` is their total. An event is refused at the door, before the merge, with a
+rejection of kind ``too_long`` when a string value (feature or label) is longer than
+``max_string`` characters, and of kind ``over_budget`` when its bytes would take the
+stream beyond ``stream_bytes`` or the worker's :class:`~streameval.pipeline.memory.BytePool`
+beyond its limit. Nothing admitted is ever evicted to make room: the budget refuses new
+instances, it does not change the evaluation of those already in. Two exceptions keep a
+full budget from locking itself: a label whose instance's features the stream holds
+(pending, or queued in the merge) is always admitted, as it frees them, and so is the end
+of the stream; the labels so admitted may take ``held`` beyond the budget by their own
+few hundred bytes each. The label of an
+instance whose features were refused is rejected at once with the same kind
+(:meth:`~streameval.pipeline.ingest.IngestGuard.refuse`), not left to wait as an orphan.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict, deque
 from typing import Any
 
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import EndOfStream, InputEvent, Output
+from streameval.pipeline.events import EndOfStream, InputEvent, LabelEvent, Output
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.ingest import IngestGuard, Rejection
-from streameval.pipeline.merge import EventMerger, Source
+from streameval.pipeline.memory import BytePool, budget_refusal, footprint
+from streameval.pipeline.merge import FEATURES, EventMerger, Queued, Source
 
 
 class StreamRunner:
@@ -62,14 +80,22 @@ class StreamRunner:
         *,
         emit_predictions: bool = True,
         orphan_ttl: float = 3600.0,
+        stream_bytes: int | None = None,
+        max_string: int | None = None,
+        pool: BytePool | None = None,
     ) -> None:
         self.config = config
+        self.stream_bytes = stream_bytes
+        self.max_string = max_string
+        self.pool = pool  # the worker's budget: not part of a checkpoint
+        self.charged = 0  # what this runner counts in ``pool``
         self.merger = EventMerger()
         self.guard = IngestGuard(
             orphan_ttl=orphan_ttl, feature_names=config.features, task=config.task
         )
         self.experiment = Experiment(config, emit_predictions=emit_predictions)
         self.n_pushed = 0
+        self.n_refused = 0  # events refused before the merge (over a budget, too long)
         self.n_redelivered = 0
         self.positions: dict[tuple[str, int], tuple[int, int]] = {}
         self.finished = False
@@ -104,29 +130,87 @@ class StreamRunner:
             self.n_after_failure += 1
             return [], []
         # a finished runner's topics have both ended: the merger drops (and counts) the event
-        if not self.merger.push(topic, event, source) or self.finished:
+        if not self.merger.accepts(topic) or self.finished:
+            self.merger.push(topic, event, source)
             return [], []
+        if isinstance(event, LabelEvent) and self.guard.was_refused(event.id):
+            self.n_refused += 1  # its features were refused: so is it, at once
+            return [], [self.guard.refused_label(event, source)]
+        nbytes, refused = self._measure(event)
+        if refused is not None:
+            kind, reason = refused
+            pending = self.experiment.buffer.__contains__
+            self.n_refused += 1
+            return [], self.guard.refuse(kind, reason, event, pending, source)
+        self.merger.push(topic, event, source, nbytes)
         self.n_pushed += 1
-        return self._drain(self.merger.ready_sourced())
+        self._settle()
+        return self._drain(self.merger.ready_items())
+
+    def _measure(self, event: InputEvent) -> tuple[int, tuple[str, str] | None]:
+        """``event``'s bytes, and the kind and reason of its refusal if it is refused."""
+        if isinstance(event, EndOfStream):
+            return 0, None
+        nbytes, longest = footprint(event)
+        if self.max_string is not None and longest > self.max_string:
+            what = "label" if isinstance(event, LabelEvent) else "feature value"
+            return nbytes, (
+                "too_long",
+                f"{what} of {longest} characters in id {event.id!r}: the limit is "
+                f"{self.max_string} per string",
+            )
+        if isinstance(event, LabelEvent) and (
+            event.id in self.experiment.buffer or event.id in self.merger.feature_ids
+        ):
+            return nbytes, None  # it frees its instance's features
+        what = f"stream {event.stream!r}"
+        refusal = budget_refusal(nbytes, self.held, self.stream_bytes, self.pool, what)
+        if refusal is None:
+            return nbytes, None
+        return nbytes, ("over_budget", f"event of id {event.id!r} refused: {refusal}")
+
+    @property
+    def held(self) -> int:
+        """The bytes of the events this stream holds: queued, orphan labels, pending."""
+        return self.merger.nbytes + self.guard.orphan_nbytes + self.experiment.buffer.nbytes
+
+    def _settle(self) -> None:
+        """Bring the worker's pool up to date with what this stream holds now."""
+        held = self.held
+        if self.pool is not None:
+            self.pool.charge(held - self.charged)
+        self.charged = held
+
+    def bind(self, pool: BytePool | None, stream_bytes: int | None, max_string: int | None) -> None:
+        """Count this stream's bytes in ``pool`` (a worker's), under these limits."""
+        if self.pool is not None:
+            self.pool.charge(-self.charged)
+        self.pool, self.stream_bytes, self.max_string = pool, stream_bytes, max_string
+        self.charged = 0
+        self._settle()
 
     def release_idle(self, topic: str) -> tuple[list[Output], list[Rejection]]:
         """Let ``topic``'s queued events through although the other topic is silent."""
         if self.failed is not None:
             return [], []
-        return self._drain(self.merger.release_idle_sourced(topic))
+        return self._drain(self.merger.release_idle_items(topic))
 
-    def _drain(
-        self, events: list[tuple[InputEvent, Source | None]]
-    ) -> tuple[list[Output], list[Rejection]]:
+    def _drain(self, events: list[Queued]) -> tuple[list[Output], list[Rejection]]:
+        try:
+            return self._admit(events)
+        finally:
+            self._settle()
+
+    def _admit(self, events: list[Queued]) -> tuple[list[Output], list[Rejection]]:
         outputs: list[Output] = []
         rejections: list[Rejection] = []
         pending = self.experiment.buffer.__contains__
-        for event, source in events:
-            admitted, rejected = self.guard.admit(event, pending, source)
+        for event, source, nbytes in events:
+            admitted, rejected = self.guard.admit(event, pending, source, nbytes)
             rejections.extend(rejected)
             for ok in admitted:
                 try:
-                    outputs.extend(self.experiment.process(ok))
+                    outputs.extend(self.experiment.process(ok, nbytes))
                 except Exception as exc:  # isolate the stream: see the module docstring
                     self.failed = f"{type(exc).__name__}: {exc}"
                     rejections.append(
@@ -145,6 +229,14 @@ class StreamRunner:
         self.n_outputs += len(outputs)
         return outputs, rejections
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The checkpoint: everything but the worker's pool (:meth:`bind` sets it again)."""
+        return {**self.__dict__, "pool": None, "charged": 0}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        _count_bytes_of(self)
+
     def take_seq(self) -> int:
         """Number one more output produced outside :meth:`push` (the results message)."""
         self.n_outputs += 1
@@ -162,7 +254,27 @@ class StreamRunner:
             "idle_released": self.merger.n_idle_released,
             "waiting": self.merger.n_waiting,
             "orphans_waiting": self.guard.n_orphans,
+            "bytes_held": self.held,
+            "refused": self.n_refused,
             "retimed": self.guard.n_retimed,
             "after_failure": self.n_after_failure,
             **{f"rejected_{k}": v for k, v in self.guard.counts.items()},
         }
+
+
+def _count_bytes_of(runner: StreamRunner) -> None:
+    """Give a runner unpickled from a checkpoint without byte counts its counters (zero:
+    the events it holds were never measured, and leave uncounted)."""
+    if "stream_bytes" in runner.__dict__:
+        return
+    runner.stream_bytes = runner.max_string = None
+    runner.pool, runner.charged, runner.n_refused = None, 0, 0
+    runner.merger.nbytes = 0
+    runner.merger.feature_ids = {}
+    for event in runner.merger.sides[FEATURES].queue:
+        runner.merger.feature_ids[event.id] = runner.merger.feature_ids.get(event.id, 0) + 1
+    for side in runner.merger.sides.values():
+        side.sizes = deque([0] * len(side.queue))
+    guard = runner.guard
+    guard.orphan_nbytes, guard._orphan_bytes, guard._refused = 0, {}, OrderedDict()
+    runner.experiment.buffer.nbytes, runner.experiment.buffer._sizes = 0, {}

@@ -50,6 +50,8 @@ GUARD_KINDS = (
     "duplicate_label",
     "orphan_label",
     "out_of_range",
+    "over_budget",
+    "too_long",
 )
 
 
@@ -159,7 +161,8 @@ class Harness:
             guard_counts.update(runner.guard.counts)
         assert guard_letters == guard_counts
         assert w.counts["events"] == sum(
-            r.n_redelivered + r.merger.n_after_end + r.n_pushed for r in w.runners.values()
+            r.n_redelivered + r.merger.n_after_end + r.n_pushed + r.n_refused
+            for r in w.runners.values()
         )
 
 
@@ -175,7 +178,7 @@ def account(runner: StreamRunner) -> None:
         + exp.n_labelled
         + c["unknown_labels"]
     )
-    assert runner.n_pushed == (
+    assert runner.n_pushed + runner.n_refused == (
         ends
         + admitted
         + runner.merger.n_waiting

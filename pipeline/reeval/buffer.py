@@ -28,6 +28,10 @@ Memory
     ``n_unknown_labels``); a label for an instance evicted longer ago counts as
     unknown.
 
+    The bytes of each instance's features, when :meth:`PendingBuffer.add` is given
+    them (:func:`streameval.pipeline.memory.footprint`), are counted in ``nbytes``
+    while it is pending: the Kafka runner's byte budget bounds them.
+
 Feature rows
     Every pending instance's features are also a row of a
     :class:`~streameval.pipeline.reeval.rows.FeatureRows` matrix (``PendingInstance.row``),
@@ -179,6 +183,8 @@ class PendingBuffer:
         self._max_ts = -math.inf  # the latest time of any stored entry
         self._codes: dict[Hashable, int] = {}
         self._labels: list[Hashable] = []
+        self._sizes: dict[Hashable, int] = {}  # the bytes given for each pending instance
+        self.nbytes = 0
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -195,7 +201,7 @@ class PendingBuffer:
         return next(iter(self._pending.values()), None)
 
     def add(
-        self, uid: Hashable, *, at: int, ts: float, x: Any, labels_seen: int
+        self, uid: Hashable, *, at: int, ts: float, x: Any, labels_seen: int, nbytes: int = 0
     ) -> PendingInstance | None:
         """Put a newly arrived instance in the buffer; return the one evicted, if any.
 
@@ -203,6 +209,7 @@ class PendingBuffer:
         than the count last given to :meth:`due` (the instance would have
         missed re-predictions). An id already pending is an error: use
         :meth:`update_features` for newer features of a pending instance.
+        ``nbytes`` (the features' bytes) counts in ``nbytes`` while it is pending.
         """
         if uid in self._pending:
             raise ValueError(f"instance {uid!r} is already pending")
@@ -218,6 +225,7 @@ class PendingBuffer:
             inst.row = self.rows.acquire(x)
             self._reset_row(inst.row)
         self._pending[uid] = inst
+        self._size(uid, nbytes)
         if self.k is not None:
             self._buckets.setdefault(labels_seen % self.k, {})[uid] = inst
         self.n_added += 1
@@ -241,11 +249,12 @@ class PendingBuffer:
         """Whether ``uid`` was evicted (among the last ``cap`` evictions) and not seen since."""
         return uid in self._evicted
 
-    def update_features(self, uid: Hashable, x: Any) -> bool:
+    def update_features(self, uid: Hashable, x: Any, nbytes: int = 0) -> bool:
         """Replace the features of a pending instance (sect. 7.2); ``False`` if unknown."""
         inst = self._pending.get(uid)
         if inst is None:
             return False
+        self._size(uid, nbytes)
         inst.x = x
         if inst.row >= 0:
             self.rows.write(inst.row, x)
@@ -457,9 +466,17 @@ class PendingBuffer:
         self._pending = OrderedDict(self._pending)
         self._buckets = {b: dict(insts) for b, insts in self._buckets.items() if insts}
         self._evicted = OrderedDict(self._evicted)
+        self._sizes = dict(self._sizes)
+
+    def _size(self, uid: Hashable, nbytes: int) -> None:
+        """Count ``nbytes`` as the bytes of ``uid``'s features, instead of its old ones."""
+        self.nbytes += nbytes - self._sizes.pop(uid, 0)
+        if nbytes:
+            self._sizes[uid] = nbytes
 
     def _forget(self, inst: PendingInstance) -> None:
         """Drop ``inst`` (already out of ``_pending``) from its bucket and the counts."""
+        self._size(inst.uid, 0)
         if self.k is not None:
             bucket = self._buckets[inst.labels_seen % self.k]
             del bucket[inst.uid]

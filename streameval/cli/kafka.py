@@ -28,6 +28,7 @@ from streameval.cli.experiment import add_experiment_options
 from streameval.cli.settings import EnvSetting
 from streameval.cli.settings import options as options_of
 from streameval.cli.source import add_source_options, mapping_from_args, start_source
+from streameval.pipeline.memory import MAX_STRING, STREAM_BYTES, WORKER_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,13 @@ def _add_broker_timeout(p: argparse.ArgumentParser) -> None:
         "backoff; it exits (code 75) after SECONDS without an answer (default: "
         "$STREAMEVAL_BROKER_TIMEOUT, else 120)",
     )
+
+
+def _size(value: Any) -> int:
+    """A byte count from ``512MiB``, ``1.5 GiB`` or a plain number of bytes."""
+    from streameval.agents.admission import parse_size
+
+    return parse_size(value)
 
 
 def _add_budget_options(p: argparse.ArgumentParser) -> None:
@@ -198,6 +206,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
             orphan_ttl=args.orphan_ttl,
             idle_timeout=args.idle_timeout,
             park_timeout=args.park_timeout,
+            worker_bytes=_size(WORKER_BYTES if args.input_budget is None else args.input_budget),
+            stream_bytes=_size(
+                STREAM_BYTES if args.stream_input_budget is None else args.stream_input_budget
+            ),
+            max_string=args.max_string,
             predictions=not args.no_predictions,
             producer=producer,
             budget=budget,
@@ -369,6 +382,31 @@ def register(sub: Any) -> None:
         type=float,
         default=60.0,
         help="wall seconds events of an undefined stream wait before the deadletter",
+    )
+    p.add_argument(
+        "--input-budget",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="bytes of input events the worker holds in all (parked, queued, orphan labels, "
+        "pending features; e.g. 1GiB); an event beyond goes to the deadletter as over_budget "
+        f"(default: $STREAMEVAL_INPUT_BUDGET, else {WORKER_BYTES >> 20} MiB)",
+    )
+    p.add_argument(
+        "--stream-input-budget",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="bytes of input events one stream holds (its parked events apart) "
+        f"(default: $STREAMEVAL_STREAM_INPUT_BUDGET, else {STREAM_BYTES >> 20} MiB)",
+    )
+    p.add_argument(
+        "--max-string",
+        type=int,
+        default=MAX_STRING,
+        metavar="CHARS",
+        help="longest string feature value or label; a longer one goes to the deadletter as "
+        f"too_long (default {MAX_STRING})",
     )
     p.add_argument(
         "--no-predictions",

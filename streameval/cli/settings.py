@@ -63,6 +63,9 @@ OPTION_ENV: dict[str, str] = {
     "memory_budget": "STREAMEVAL_MEMORY_BUDGET",
     "stream_memory_budget": "STREAMEVAL_STREAM_MEMORY_BUDGET",
     "stream_work_budget": "STREAMEVAL_STREAM_WORK_BUDGET",
+    "max_string": "STREAMEVAL_MAX_STRING",
+    "input_budget": "STREAMEVAL_INPUT_BUDGET",
+    "stream_input_budget": "STREAMEVAL_STREAM_INPUT_BUDGET",
 }
 #: Options that read a key of another section when their own is absent.
 OPTION_FILE_ALIAS: dict[str, tuple[str, str]] = {"bootstrap": ("kafka", "bootstrap_servers")}
