@@ -20,7 +20,16 @@ Bayes of MOA used by ``temporal-dependence-evaluation-journal.txt`` (sect.
 
 ``log P(y|x) = log GaussianNB(y, x_num) + log MultinomialNB(y, x_str) - log P(y) + const``.
 
-Without ``str`` features the answer is river's ``GaussianNB``'s (to rounding).
+A numeric feature that is constant within a class (a 0/1 indicator such as Covertype's
+Wilderness and Soil columns, or any feature seen once in a class) has no normal density
+there. River's ``GaussianNB`` gives it a density of 0 whatever the value (``log(1e-9)``
+after its floor), so a class loses ``log(1e9)`` per such column *even when the value
+matches*, and on Covertype ``nb`` collapses onto one class. MOA's ``GaussianEstimator``
+(``probabilityDensity``: a standard deviation of 0 gives 1 where the value equals the
+mean, 0 elsewhere), which the papers' naive Bayes uses, treats the class's values as a
+point mass; :class:`PointMassGaussianNB` does the same, keeping river's ``1e-9`` floor, so
+a value off the point costs ``log(1e-9)`` as before. With every class's variance positive
+the answer is river's ``GaussianNB``'s (to rounding).
 
 :meth:`MixedNB.predict_proba_batch` computes the same probabilities for many
 instances with numpy: the Gaussian parameters are read once per call, the
@@ -54,6 +63,7 @@ from streameval.pipeline.learners.batch import (
 #: River's ``GaussianNB`` adds this to every density before taking its log.
 PDF_EPS = 10e-10
 LOG_PDF_EPS = math.log(PDF_EPS)
+LOG_ONE_EPS = math.log(1.0 + PDF_EPS)
 SQRT_TAU = math.sqrt(2.0 * math.pi)
 
 
@@ -104,6 +114,33 @@ def _normalise(jll: np.ndarray) -> np.ndarray:
     return weights / row_sums(weights)[:, None]
 
 
+class PointMassGaussianNB(naive_bayes.GaussianNB):
+    """River's ``GaussianNB`` with MOA's density for a feature without spread in a class.
+
+    A class in which a feature has been seen (once, or always with the same value) has
+    the density 1 at that value and 0 elsewhere (MOA ``GaussianEstimator``); river would
+    give 0 everywhere. Both then add river's floor of ``1e-9`` before the log.
+
+    >>> model = PointMassGaussianNB()
+    >>> for x, y in [(0.0, "A"), (0.0, "A"), (0.0, "B"), (1.0, "B")]:
+    ...     model.learn_one({"b": x}, y)
+    >>> round(model.predict_proba_one({"b": 0.0})["A"], 4)  # 1 / (1 + N(0; mean .5, var .25))
+    0.6739
+    """
+
+    @staticmethod
+    def _log_gaussian_pdf(gaussian: Any, x: float) -> float:
+        if gaussian is not None and _is_point(gaussian._var):
+            return math.log(PDF_EPS + (1.0 if x == gaussian._var.mean._mean else 0.0))
+        return naive_bayes.GaussianNB._log_gaussian_pdf(gaussian, x)
+
+
+def _is_point(var: Any) -> bool:
+    """Whether river's ``stats.Var`` ``var`` has seen values, all equal (or only one)."""
+    n = var.mean.n
+    return n > 0 and (n <= var.ddof or var._S / (n - var.ddof) <= 0.0)
+
+
 class MixedNB(base.Classifier):
     """Gaussian naive Bayes on numbers, categorical naive Bayes on strings.
 
@@ -120,7 +157,7 @@ class MixedNB(base.Classifier):
         self.alpha = alpha
         self.numeric = compose.SelectType(numbers.Number)
         self.categorical = compose.SelectType(str) | preprocessing.OneHotEncoder(drop_zeros=True)
-        self.gaussian = naive_bayes.GaussianNB()
+        self.gaussian = PointMassGaussianNB()
         self.multinomial = naive_bayes.MultinomialNB(alpha=alpha)
 
     def learn_one(self, x: dict[str, Any], y: Hashable) -> None:
@@ -289,7 +326,7 @@ class MixedNB(base.Classifier):
             values = values_[start:stop].T[:, None, :]  # (F, 1, rows)
             ll = scratch("mixed-nb", (f, k, stop - start))
             # River: log(1e-9 + exp(-0.5 * z * z) / sqrt(2 pi) / sigma), z = (x - mu) / sigma.
-            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
                 np.subtract(values, mean, out=ll)
                 np.divide(ll, sigma, out=ll)
                 np.multiply(ll, ll, out=ll)
@@ -299,6 +336,10 @@ class MixedNB(base.Classifier):
                 np.divide(ll, sigma, out=ll)
                 np.add(ll, PDF_EPS, out=ll)
                 np.log(ll, out=ll)
+            point = sigma == 0.0  # (F, K, 1): a point mass (z is 0 / 0 or x / 0 there)
+            if point.any():
+                hit = np.where(values == mean, LOG_ONE_EPS, LOG_PDF_EPS)
+                np.copyto(ll, hit, where=point)
             present = present_[start:stop].T
             if not present.all():
                 np.multiply(ll, present[:, None, :], out=ll)  # absent features add nothing
@@ -314,9 +355,11 @@ class MixedNB(base.Classifier):
         self, features: tuple[str, ...], classes: tuple[Hashable, ...]
     ) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of each feature's Gaussian in each class,
-        ``(F, K, 1)`` arrays; a class without a usable Gaussian for a feature
-        gets sigma ``inf``: ``z = 0 / inf`` and a density of 0, so ``log(1e-9)``
-        as in river.
+        ``(F, K, 1)`` arrays; a class without a Gaussian for a feature gets sigma
+        ``inf``: ``z = 0 / inf`` and a density of 0, so ``log(1e-9)`` as in river; a
+        class whose values of the feature are all equal gets sigma 0, their value as
+        the mean, and :meth:`_numeric_block` gives it the point mass of
+        :class:`PointMassGaussianNB`.
 
         Kept between calls: learning an instance changes the count of its class
         and the Gaussians of that class only, so only the classes whose count
@@ -342,10 +385,10 @@ class MixedNB(base.Classifier):
                 if gaussian is not None:
                     var = gaussian._var
                     count = var.mean.n
-                    if count > var.ddof:
-                        variance = var._S / (count - var.ddof)
-                        if variance > 0.0:
-                            mu, sd = var.mean._mean, math.sqrt(variance)
+                    if _is_point(var):
+                        mu, sd = var.mean._mean, 0.0
+                    elif count > var.ddof:
+                        mu, sd = var.mean._mean, math.sqrt(var._S / (count - var.ddof))
                 mean[f, j, 0] = mu
                 sigma[f, j, 0] = sd
         self.__dict__["_batch_parameters"] = (layout, counts, mean, sigma)
