@@ -268,7 +268,7 @@ class StreamWorker:
         runner = self._runner(event.stream)
         if runner is not None:
             self._push(runner, kind, event, topic, position)
-        elif event.stream in self.refused:
+        elif event.stream in self.refused or event.stream in self.stopped:
             self._unknown(event, topic, position)
         elif (refused := self.parking.park(kind, event, position)) is not None:
             self.publisher.deadletter(
@@ -332,22 +332,18 @@ class StreamWorker:
         self.publisher.publish_refusal(stream, reason, kind)
 
     def _unknown(self, event: InputEvent, topic: str, position: tuple[int, int, int]) -> None:
-        """Deadletter an event of a stream no experiment defines (or whose checkpoint
-        was refused)."""
-        if event.stream in self.refused:
-            self.publisher.deadletter(
-                "checkpoint_refused", self.refused[event.stream], topic, position[0],
-                position[1], event.to_dict(), event.stream,
-            )  # fmt: skip
-            return
+        """Deadletter an event of a stream no experiment defines: none came, its checkpoint
+        was refused, or its definition was (over budget, or it raised)."""
+        stream = event.stream
+        if stream in self.refused:
+            kind, reason = "checkpoint_refused", self.refused[stream]
+        elif stream in self.stopped:
+            kind, why = self.stopped[stream]
+            reason = f"stream {stream!r} is not defined: {why}"
+        else:
+            kind, reason = "unknown_stream", f"no experiment defines stream {stream!r}"
         self.publisher.deadletter(
-            "unknown_stream",
-            f"no experiment defines stream {event.stream!r}",
-            topic,
-            position[0],
-            position[1],
-            event.to_dict(),
-            event.stream,
+            kind, reason, topic, position[0], position[1], event.to_dict(), stream
         )
 
     def _push(

@@ -147,6 +147,12 @@ def test_the_worker_budget_counts_every_stream_it_holds() -> None:
     assert schemas.validate("metrics", notice) is None
     h.send("experiments", encode({"stream": "a", "learners": ["nochange"]}), b"x")
     assert len(h.deadletters()) == 1  # a definition read again is not charged twice
+    # the refused stream's events are not parked to wait for a definition that was refused
+    h.send("features", encode({"stream": "d", "id": "0", "ts": 0.0, "x": {"a": 1.0}, "seq": 0}))
+    assert not h.worker.parking
+    letter = h.deadletters()[-1]
+    assert letter["kind"] == "over_budget" and letter["topic"] == NAMES.features
+    assert letter["reason"].startswith("stream 'd' is not defined: stream 'd' refused")
 
 
 class Hungry(NoChange):
