@@ -12,7 +12,7 @@ cost is their product: 32 learners with a window of a million labels and 1000 bi
 each within limits and together need terabytes.
 
 Memory terms, each sized by the structure it counts (CPython, 64-bit; the per-slot
-sizes were measured with ``tracemalloc`` on full windows, ``tests/test_cost.py`` checks
+sizes were measured with ``tracemalloc`` on full windows, ``tests/test_admission.py`` checks
 the estimate bounds real experiments):
 
 * ``stream``: the experiment, its runner, merger, guard and the two reference learners;
@@ -64,7 +64,7 @@ MiB = 1024 * KiB
 GiB = 1024 * MiB
 
 #: Per stream: the experiment, runner, merger, guard, diagnostics and reference learners.
-STREAM_BYTES = 1 * MiB
+STREAM_BASE = 1 * MiB
 #: One slot of a classification metric's window: a 4-tuple and its deque pointer.
 SLOT_METRIC = 88
 #: One slot of a regression metric's window: a 2-tuple of two fresh floats.
@@ -217,7 +217,7 @@ def estimate(config: ExperimentConfig) -> Cost:
     window = config.window or 0
     n_estimators = 1 + (config.window is not None) + (config.fading is not None)
     models = [learner_cost(spec) for spec in config.learners]
-    terms = {"stream": STREAM_BYTES, "learners": sum(m for m, _ in models)}
+    terms = {"stream": STREAM_BASE, "learners": sum(m for m, _ in models)}
     slot = SLOT_METRIC if classification else SLOT_REGRESSION
     terms["metrics"] = n * (n_estimators * SMALL_STATE + window * slot)
     nb = config.bins + 2 if config.reeval else 0
