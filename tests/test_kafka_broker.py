@@ -150,3 +150,30 @@ def test_no_orphan_broker_when_the_owner_dies(sig: signal.Signals) -> None:
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+
+
+def test_a_worker_whose_broker_cannot_be_reached_exits_75_in_one_line(tmp_path) -> None:
+    """It cannot read its checkpoints, so it cannot serve at all: rc 75 (try again later),
+    one line naming the address, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        "STREAMEVAL_CHECKPOINT_KEY": "unreachable-test-" + "k" * 24,
+        "STREAMEVAL_BROKER_TIMEOUT": "300",  # the monitor must not be what ends it
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "streameval.cli", "worker"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 75, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "cannot read the checkpoints topic" in x]
+    assert "127.0.0.1:1" in line and line.endswith("exiting with 75 (try again later)")

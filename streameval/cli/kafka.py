@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 from streameval.agents.config import ENV_FIELDS, SECRET_FIELDS, KafkaSettings
+from streameval.agents.health import EXIT_BROKER_LOST
 from streameval.agents.run import (
     RESULTS_TIMEOUT,
     replay_dataset,
@@ -216,7 +217,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             budget=budget,
         )
         checkpoints = worker.checkpoints.ids
-        restored = worker.restore()
+        restored = _restore(worker, settings)
+        if restored is None:
+            return EXIT_BROKER_LOST
         print(
             f"streameval worker: {settings.redacted().get('KAFKA_BOOTSTRAP_SERVERS')}, "
             f"checkpoints of {restored} stream(s) found",
@@ -240,6 +243,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:  # a worker that stops (or fails to start) stops watching its broker
         monitor.stop()
     return 0
+
+
+def _restore(worker: Any, settings: KafkaSettings) -> int | None:
+    """Read the checkpoints topic (see ``StreamWorker.restore``); ``None``, said in one
+    line, when it cannot be read: a worker that cannot know its streams' state cannot
+    serve at all."""
+    from confluent_kafka import KafkaException
+
+    from streameval.agents.checkpoint import CheckpointError
+
+    try:
+        return worker.restore()
+    except (KafkaException, CheckpointError) as exc:
+        where = settings.redacted().get("KAFKA_BOOTSTRAP_SERVERS")
+        print(
+            f"streameval worker: cannot read the checkpoints topic {worker.names.checkpoints} "
+            f"at {where}: {exc}; exiting with {EXIT_BROKER_LOST} (try again later)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
