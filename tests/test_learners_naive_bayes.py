@@ -103,3 +103,15 @@ def test_nb_on_a_covertype_prefix_is_well_above_majority(data_dir) -> None:
     majority = learners["majority"]["accuracy"]
     nb = learners["nb"]["accuracy"]
     assert nb > majority + 0.1, (nb, majority)
+
+
+def test_a_string_before_any_string_was_learned_tells_nothing() -> None:
+    """A feature seen only as a number, then as a string (a stream that changed its
+    type): with no token learned the categorical part has no vocabulary (river's
+    multinomial would divide by zero) and leaves the numeric answer as it is."""
+    model = MixedNB()
+    model.learn_one({"a": 0.0, "t": 1.0}, "x")
+    model.learn_one({"a": 1.0, "t": 2.0}, "y")
+    numeric_only = model.predict_proba_one({"t": 1.2})
+    assert model.predict_proba_one({"a": "u", "t": 1.2}) == numeric_only
+    assert model.predict_proba_batch([{"a": "u", "t": 1.2}]) == [numeric_only]

@@ -169,7 +169,7 @@ class MixedNB(base.Classifier):
         if not jll:
             return {}
         tokens = self.categorical.transform_one(x)
-        if tokens:
+        if tokens and self.multinomial.n_terms:  # no token learned yet: nothing to tell apart
             categorical = self.multinomial.joint_log_likelihood(tokens)
             for label in jll:
                 jll[label] += categorical[label] - math.log(self.multinomial.p_class(label))
@@ -399,9 +399,9 @@ class MixedNB(base.Classifier):
     ) -> np.ndarray:
         """``jll`` plus, for the instances with ``str`` features, the
         multinomial log-likelihood of their tokens without its class prior."""
-        if not frame.text:
-            return jll
         mnb = self.multinomial
+        if not frame.text or not mnb.n_terms:  # as predict_proba_one
+            return jll
         vectors: dict[str, np.ndarray] = {}
         rows: list[int] = []
         tokens: list[list[str]] = []
