@@ -26,16 +26,15 @@ every K = 10 labels into B = 20 bins and two learners goes through ``streameval 
   taking half of them halves the wall rate of a worker that did not change; what a worker
   that slows down over time (a structure growing with the stream, a cost per label that
   grows) changes is its cost per label. The wall rates, the worker's share of a core
-  and the load average are reported beside it.
-
+  and the load average are reported beside it;
 * reads the checkpoints topic at the end, record by record: its bytes after the first
   checkpoint and at the end, the checkpoints written, and the growth per checkpoint (what
   one checkpoint writes: its manifest, its new large values, the tombstones of the one
   before), which must stay under ``STREAMEVAL_SOAK_MAX_CHECKPOINT_MB`` (default 8). This
   stream's features are small numbers, so its state changes wholly between checkpoints
   and each checkpoint writes it all (a pickle of ~2.3 MB once the ingest guard holds its
-  100,000 ids, ~3 MB in base64): the bound says that stays bounded, not that it shrinks (``tests/test_checkpoint_growth.py`` shows a large unchanging state written
-  once).
+  100,000 ids, ~3 MB in base64): the bound keeps that bounded, it cannot shrink it
+  (``tests/test_checkpoint_growth.py`` shows a large unchanging state written once).
 
 The replay runs as fast as the broker takes it, held at most ``MAX_LEAD`` instances
 ahead of the worker (an embedded broker keeps every message in memory: an unbounded
