@@ -14,7 +14,8 @@ topic, read back record by record:
   last record per key, tombstoned keys gone), which is about one checkpoint's bytes.
 
 Once half of the large instances are labelled (they leave the state), the next confirmed
-checkpoint tombstones exactly their eight values.
+checkpoint tombstones exactly their eight values. And values, which lie outside the signed
+pickle, are taken only when their bytes hash to what the pickle names.
 """
 
 from __future__ import annotations
@@ -207,3 +208,35 @@ def test_values_no_checkpoint_names_are_tombstoned(kafka_settings, kafka_prefix,
     reader.prune()
     assert len(reader.values[stream]) == N_BIG - N_BIG // 2
     assert not reader.missing(stream)
+
+
+def test_a_value_is_taken_only_when_it_is_the_one_the_signed_pickle_names() -> None:
+    """Values are outside the HMAC'd pickle: one whose bytes do not hash to the SHA-256
+    the pickle names, or one missing, is refused; the intact set loads."""
+    from streameval.agents.checkpoint import CheckpointError, to_messages
+    from streameval.agents.checkpoint_topic import value_messages
+    from streameval.agents.snapshot import split_dumps
+
+    state = {"a": "x" * BIG, "b": b"y" * BIG, "n": 3}
+    blob, signature, large = split_dumps(state, KEY)
+    assert len(large) == 2 and len(blob) < 1000
+
+    def reader_with(values: dict[str, Any]) -> CheckpointReader:
+        reader = CheckpointReader()
+        for digest, value in values.items():
+            for m in value_messages("s", digest, value):
+                reader.add(m)
+        for m in to_messages("s", 1, blob, signature, refs=list(large)):
+            reader.add(m)
+        return reader
+
+    assert reader_with(large).load("s", KEY) == state
+    text_digest = next(d for d, v in large.items() if isinstance(v, str))
+    forged = {**large, text_digest: "z" * BIG}
+    with pytest.raises(CheckpointError, match="does not match its hash"):
+        reader_with(forged).load("s", KEY)
+    partial = {d: v for d, v in large.items() if d != text_digest}
+    reader = reader_with(partial)
+    assert reader.missing("s") == [text_digest]
+    with pytest.raises(CheckpointError, match="is not on the topic"):
+        reader.load("s", KEY)
