@@ -6,15 +6,23 @@ its HMAC-SHA256 (key from ``STREAMEVAL_CHECKPOINT_KEY``) has been verified: a
 tampered or foreign checkpoint is refused with :class:`CheckpointError`.
 
 Growth with change, not size. A stream's state can be large and mostly unchanging
-(pending instances with 1 MB text features): a checkpoint that rewrote all of it each
-time made the topic grow by *checkpoints x state size* (a few hundred such instances
-took it to ~0.9 GB). So a checkpoint is incremental in its large values: the pickle
-leaves out every ``str``/``bytes`` of at least
-:data:`~streameval.agents.snapshot.LARGE_BYTES` and names it by its SHA-256
-(:mod:`streameval.agents.snapshot`); a large value is written once, as *value* records,
-and later checkpoints that still hold it only name it again. What a checkpoint writes is
-the small, changing part of the state plus the large values that are new since the
-stream's previous checkpoint.
+(pending instances with 1 MB text features; the ingest guard's window of 100,000 labelled
+ids, of which a checkpoint adds and drops a few thousand): a checkpoint that rewrote all of
+it each time made the topic grow by *checkpoints x state size* (a few hundred such
+instances took it to ~0.9 GB). So a checkpoint is incremental, in two ways:
+
+* its large values: the pickle leaves out every ``str``/``bytes`` of at least
+  :data:`~streameval.agents.snapshot.LARGE_BYTES` and names it by its SHA-256
+  (:mod:`streameval.agents.snapshot`);
+* the pickle itself: it is cut into content-defined chunks of ~8-20 KiB
+  (:mod:`streameval.agents.chunking`), each named by its SHA-256, and the manifest is the
+  list of those names; an unchanged stretch of the state gives the same chunks again.
+
+A value (large value or chunk) is written once, as *value* records; later checkpoints that
+still hold it only name it again. What a checkpoint writes is what changed since the
+stream's previous checkpoint (the chunks it touched, the new large values) plus its
+manifest (32 bytes per chunk). The HMAC is over the whole pickle, verified once the
+chunks are joined, before anything is unpickled.
 
 Why this and not only compaction: the embedded Tansu broker does not compact, and it
 refuses ``DeleteRecords`` (it closes the connection), so nothing can trim its topic; on
@@ -22,12 +30,12 @@ Apache Kafka, compaction of a topic that holds whole states still rewrites them.
 brokers get the same bounded growth; compaction, where the broker does it, then removes
 what no checkpoint needs any more:
 
-* the *manifest* (the signed pickle, in numbered ``part``/``parts`` of base64 data) of a
-  stream goes under the key ``stream/<slot>/<part>``, where the slot alternates between
-  0 and 1 with each confirmed checkpoint: a checkpoint being written never replaces the
-  parts of the last complete one, so compaction can never leave a stream without a
-  complete checkpoint; once the new one is confirmed, the other slot's parts are
-  deleted with tombstones (null values);
+* the *manifest* (the chunk list and the pickle's HMAC, in numbered ``part``/``parts``
+  of base64 data) of a stream goes under the key ``stream/<slot>/<part>``, where the
+  slot alternates between 0 and 1 with each confirmed checkpoint: a checkpoint being
+  written never replaces the parts of the last complete one, so compaction can never
+  leave a stream without a complete checkpoint; once the new one is confirmed, the other
+  slot's parts are deleted with tombstones (null values);
 * a value goes under ``stream/value/<sha256>/<part>``, never replaced; once no confirmed
   checkpoint of the stream names it, its keys get tombstones.
 
@@ -40,6 +48,7 @@ from its beginning; still missing, the checkpoint is refused.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import pickle
@@ -57,6 +66,7 @@ from streameval.agents.checkpoint_topic import (
     value_key,
     value_messages,
 )
+from streameval.agents.chunking import split
 from streameval.agents.snapshot import KEY_ENV, CheckpointError, sign, split_dumps, verify
 from streameval.pipeline.runner import StreamRunner
 
@@ -226,15 +236,17 @@ class StreamCheckpoints:
 
     def parts(self, stream: str, runner: StreamRunner) -> list[tuple[str, dict[str, Any]]]:
         """The records ``(key, message)`` of ``stream``'s next checkpoint (numbered after
-        its last one): its large values not on the topic yet, then its manifest, in the
-        slot its last confirmed checkpoint does not occupy."""
+        its last one): its large values and pickle chunks not on the topic yet, then its
+        manifest, in the slot its last confirmed checkpoint does not occupy."""
         written = self.written.setdefault(stream, _Written())
         checkpoint_id = self.ids.get(stream, 0) + 1
         blob, signature, large = split_dumps(runner, self.key, written.hashes)
         self.ids[stream] = checkpoint_id
+        order = [(hashlib.sha256(piece).hexdigest(), piece) for piece in split(blob)]
+        pieces = dict(order)  # a chunk that comes twice is written once
         records: list[tuple[str, dict[str, Any]]] = []
         values: dict[str, int] = {}
-        for digest, value in large.items():
+        for digest, value in [*large.items(), *pieces.items()]:
             if digest in written.values:
                 values[digest] = written.values[digest]
                 continue
@@ -242,7 +254,15 @@ class StreamCheckpoints:
             records += [(key_of(m), m) for m in messages]
             values[digest] = len(messages)
         slot = 1 - written.slot
-        manifest = to_messages(stream, checkpoint_id, blob, signature, slot=slot, refs=[*large])
+        manifest = to_messages(
+            stream,
+            checkpoint_id,
+            b"",
+            signature,
+            slot=slot,
+            refs=[*values],
+            chunks=[d for d, _ in order],
+        )
         records += [(key_of(m), m) for m in manifest]
         written.parts[slot] = max(written.parts[slot], len(manifest))  # a retry may write fewer
         written.pending = (len(manifest), values)

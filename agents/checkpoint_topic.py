@@ -1,9 +1,10 @@
 """The records of the checkpoints topic: their format and keys, and reading them back.
 
-A checkpoint of a stream is a *manifest* (its HMAC-signed pickle in numbered parts of
-base64 data, keyed ``stream/slot/part``) and the *values* it names (large strings or
-bytes of the state, by SHA-256, keyed ``stream/value/sha256/part``); why, and how the
-writer uses the keys, is in :mod:`streameval.agents.checkpoint`. A tombstone (a null
+A checkpoint of a stream is a *manifest* (its pickle's HMAC and the list of the pickle's
+chunks, in numbered parts of base64 data, keyed ``stream/slot/part``) and the *values* it
+names (the chunks, and the large strings or bytes of the state, by SHA-256, keyed
+``stream/value/sha256/part``); a manifest without ``chunked`` holds the pickle itself.
+Why, and how the writer uses the keys: :mod:`streameval.agents.checkpoint`. A tombstone (a null
 value) deletes a key where the broker compacts. :class:`CheckpointReader` takes the
 records in topic order and keeps, per stream, the newest complete manifest (highest
 ``id``) and the values it names; :func:`read_checkpoints` reads a topic to its end.
@@ -39,13 +40,18 @@ def to_messages(
     *,
     slot: int = 0,
     refs: list[str] | None = None,
+    chunks: list[str] | None = None,
 ) -> list[dict]:
     """The manifest parts of one checkpoint, as JSON-able messages (keys: :func:`part_key`).
 
-    ``refs`` (in part 0) lists the SHA-256 of the large values the pickle names: what a
-    reader keeps for it and fetches again if missing. The pickle itself says which values
-    it needs; ``refs`` only spares reading them out of it.
+    ``signature`` is the pickle's HMAC. With ``chunks`` (the SHA-256 of the pickle's
+    content-defined chunks, in order, each written as a value) the parts carry that list
+    (32 bytes a chunk) instead of the pickle: ``blob`` is ignored. ``refs`` (in part 0)
+    lists the SHA-256 of every value the checkpoint needs: what a reader keeps for it and
+    fetches again if missing.
     """
+    if chunks is not None:
+        blob = b"".join(bytes.fromhex(d) for d in chunks)
     parts = _chunks(blob)
     messages = [
         {
@@ -61,6 +67,9 @@ def to_messages(
         for i, chunk in enumerate(parts)
     ]
     messages[0]["refs"] = sorted(refs or [])
+    if chunks is not None:
+        for m in messages:
+            m["chunked"] = True
     return messages
 
 
@@ -113,6 +122,7 @@ class _Assembly:
     chunks: dict[int, bytes] = field(default_factory=dict)
     slot: int | None = None
     refs: list[str] = field(default_factory=list)
+    chunked: bool = False  # the parts hold the pickle's chunk list, not the pickle
     done_at: int = 0  # the reader's count of records when it completed
 
     @property
@@ -164,6 +174,7 @@ class CheckpointReader:
         if int(message["part"]) == 0:
             asm.slot = message.get("slot")
             asm.refs = [str(r) for r in message.get("refs") or []]
+            asm.chunked = bool(message.get("chunked"))
         self._open[(stream, cid)] = asm
         if asm.complete:
             del self._open[(stream, cid)]
@@ -217,9 +228,18 @@ class CheckpointReader:
         self.values.pop(stream, None)
 
     def load(self, stream: str, key: bytes) -> Any:
+        """``stream``'s newest checkpoint, unpickled once its HMAC verified
+        (:class:`CheckpointError` if not, or if a value it needs was not read)."""
         asm = self.latest[stream]
         large = {d: v.stored for d, v in self.values.get(stream, {}).items()}
-        return joined_loads(asm.data(), asm.hmac, key, large)
+        blob = asm.data()
+        if asm.chunked:  # the pickle is the join of the chunks the list names
+            digests = [blob[i : i + 32].hex() for i in range(0, len(blob), 32)]
+            lost = [d[:12] for d in digests if d not in large]
+            if lost:
+                raise CheckpointError(f"checkpoint chunks {lost[:3]}... are not on the topic")
+            blob = b"".join(large[d][1] for d in digests)
+        return joined_loads(blob, asm.hmac, key, large)
 
 
 def read_checkpoints(

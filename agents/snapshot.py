@@ -89,6 +89,37 @@ class _SplitPickler(pickle.Pickler):
         return ("s" if kind is str else "b"), hit[1]
 
 
+_PROTO, _FRAME = 0x80, 0x95
+
+
+def unframed(blob: bytes) -> bytes:
+    """``blob`` without its ``FRAME`` opcodes, or unchanged if it cannot tell them apart.
+
+    Protocol 4+ pickles are cut into frames of ~64 KiB, each led by a 9-byte header
+    (opcode and length) at a fixed *offset*: a change early in the state moves every
+    header after it against the content, so no chunk of the rest would come out the same
+    (:mod:`streameval.agents.chunking`). Frames are optional to the unpickler. A payload
+    the pickler wrote outside any frame (a large buffer) ends the walk: the pickle is then
+    kept as it is.
+
+    >>> state = [str(i) for i in range(100_000)]
+    >>> blob = pickle.dumps(state, protocol=5)
+    >>> bare = unframed(blob)
+    >>> len(bare) < len(blob), pickle.loads(bare) == state
+    (True, True)
+    """
+    if len(blob) < 2 or blob[0] != _PROTO or blob[1] < 4:
+        return blob
+    out, pos, n = [blob[:2]], 2, len(blob)
+    while pos < n:
+        if blob[pos] != _FRAME or pos + 9 > n:
+            return blob
+        size = int.from_bytes(blob[pos + 1 : pos + 9], "little")
+        out.append(blob[pos + 9 : pos + 9 + size])
+        pos += 9 + size
+    return b"".join(out) if pos == n else blob
+
+
 def split_dumps(
     state: Any, key: bytes, cache: dict[int, tuple[Any, str]] | None = None
 ) -> tuple[bytes, str, dict[str, str | bytes]]:
@@ -104,7 +135,7 @@ def split_dumps(
     if cache is not None:  # only the values of this state: the others may be freed
         cache.clear()
         cache.update(pickler.seen)
-    blob = buffer.getvalue()
+    blob = unframed(buffer.getvalue())
     large = {digest: obj for obj, digest in pickler.seen.values()}
     return blob, sign(blob, key), large
 
