@@ -38,15 +38,30 @@ _TABLE = np.random.default_rng(0x5EED).integers(0, 2**32, size=256, dtype=np.uin
 _TABLE = _TABLE.astype(np.uint32)
 
 
+#: Bytes hashed at once: bounds the numpy temporaries (a few MB), whatever the state's size.
+BLOCK = 256 * 1024
+
+
 def _rolling_hash(data: bytes) -> np.ndarray:
     """The hash of the ``WINDOW`` bytes ending at every position (partial at the start)."""
-    values = _TABLE[np.frombuffer(data, dtype=np.uint8)]
-    h = np.zeros(len(values), dtype=np.uint32)
-    for k in range(min(WINDOW, len(values))):
-        shifted = values[: len(values) - k]
-        rotated = (shifted << np.uint32(k)) | (shifted >> np.uint32((32 - k) % 32))
-        h[k:] ^= rotated
-    return h
+    out = np.empty(len(data), dtype=np.uint32)
+    for start in range(0, len(data), BLOCK):
+        lead = min(start, WINDOW - 1)  # the bytes before the block its first windows need
+        values = _TABLE[
+            np.frombuffer(
+                data,
+                dtype=np.uint8,
+                count=min(BLOCK, len(data) - start) + lead,
+                offset=start - lead,
+            )
+        ]
+        h = np.zeros(len(values), dtype=np.uint32)
+        for k in range(min(WINDOW, len(values))):
+            shifted = values[: len(values) - k]
+            rotated = (shifted << np.uint32(k)) | (shifted >> np.uint32((32 - k) % 32))
+            h[k:] ^= rotated
+        out[start : start + len(values) - lead] = h[lead:]
+    return out
 
 
 def cut_points(data: bytes) -> list[int]:
