@@ -5,39 +5,76 @@ Unpickling runs code, so nothing read back from a topic is unpickled before
 its HMAC-SHA256 (key from ``STREAMEVAL_CHECKPOINT_KEY``) has been verified: a
 tampered or foreign checkpoint is refused with :class:`CheckpointError`.
 
-Kafka messages are limited in size, so a checkpoint is written as numbered
-parts (``part``/``parts``, base64 data) under the stream's key; the newest
-complete checkpoint (highest ``id``) of a stream wins. The topic is compacted
-where the broker supports it (the embedded Tansu broker keeps everything,
-which only costs restore time).
+Growth with change, not size. A stream's state can be large and mostly unchanging
+(pending instances with 1 MB text features; the ingest guard's window of 100,000 labelled
+ids, of which a checkpoint adds and drops a few thousand): a checkpoint that rewrote all of
+it each time made the topic grow by *checkpoints x state size* (a few hundred such
+instances took it to ~0.9 GB). So a checkpoint is incremental, in two ways:
+
+* its large values: the pickle leaves out every ``str``/``bytes`` of at least
+  :data:`~streameval.agents.snapshot.LARGE_BYTES` and names it by its SHA-256
+  (:mod:`streameval.agents.snapshot`);
+* the pickle itself: it is cut into content-defined chunks of ~8-20 KiB
+  (:mod:`streameval.agents.chunking`), each named by its SHA-256, and the manifest is the
+  list of those names; an unchanged stretch of the state gives the same chunks again.
+
+A value (large value or chunk) is written once, as *value* records; later checkpoints that
+still hold it only name it again. What a checkpoint writes is what changed since the
+stream's previous checkpoint (the chunks it touched, the new large values) plus its
+manifest (32 bytes per chunk). The HMAC is over the whole pickle, verified once the
+chunks are joined, before anything is unpickled.
+
+Why this and not only compaction: the embedded Tansu broker does not compact, and it
+refuses ``DeleteRecords`` (it closes the connection), so nothing can trim its topic; on
+Apache Kafka, compaction of a topic that holds whole states still rewrites them. Both
+brokers get the same bounded growth; compaction, where the broker does it, then removes
+what no checkpoint needs any more:
+
+* the *manifest* (the chunk list and the pickle's HMAC, in numbered ``part``/``parts``
+  of base64 data) of a stream goes under the key ``stream/<slot>/<part>``, where the
+  slot alternates between 0 and 1 with each confirmed checkpoint: a checkpoint being
+  written never replaces the parts of the last complete one, so compaction can never
+  leave a stream without a complete checkpoint; once the new one is confirmed, the other
+  slot's parts are deleted with tombstones (null values);
+* a value goes under ``stream/value/<sha256>/<part>``, never replaced; once no confirmed
+  checkpoint of the stream names it, its keys get tombstones.
+
+Every record of a stream goes to the stream's partition (``murmur2(stream)``, as keyed
+by the stream alone), so its values precede its manifest in the order they were written.
+A reader keeps the newest complete manifest (highest ``id``) per stream and the values it
+names. A value that is missing (read from a point after it) makes the topic be read again
+from its beginning; still missing, the checkpoint is refused.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import logging
 import os
 import pickle
 import secrets
-import time
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from streameval.agents.codec import parse
-from streameval.agents.topics import messages_to_end
+from streameval.agents.checkpoint_topic import (
+    CheckpointReader,
+    key_of,
+    part_key,
+    read_checkpoints,
+    to_messages,
+    value_key,
+    value_messages,
+)
+from streameval.agents.chunking import split
+from streameval.agents.snapshot import KEY_ENV, CheckpointError, sign, split_dumps, verify
 from streameval.pipeline.runner import StreamRunner
 
 log = logging.getLogger(__name__)
 
-KEY_ENV = "STREAMEVAL_CHECKPOINT_KEY"
-PART_BYTES = 256 * 1024
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be trusted or read."""
+#: Re-exported: what a checkpoint is made of (:mod:`streameval.agents.checkpoint_topic`).
+__all__ = ["KEY_ENV", "CheckpointError", "CheckpointReader", "read_checkpoints", "sign"]
+__all__ += ["StreamCheckpoints", "checkpoint_key", "dumps", "loads", "to_messages"]
 
 
 #: Fewest bytes of a checkpoint key (HMAC-SHA256's block is 64, its output 32).
@@ -80,153 +117,33 @@ def checkpoint_key(environ: Mapping[str, str] | None = None, *, ephemeral: bool 
     return secrets.token_bytes(MIN_KEY_BYTES)
 
 
-def sign(blob: bytes, key: bytes) -> str:
-    return hmac.new(key, blob, hashlib.sha256).hexdigest()
-
-
 def dumps(state: Any, key: bytes) -> tuple[bytes, str]:
-    """Pickle ``state``; return the bytes and their signature."""
+    """Pickle ``state`` whole; return the bytes and their signature."""
     blob = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     return blob, sign(blob, key)
 
 
 def loads(blob: bytes, signature: str, key: bytes) -> Any:
     """Unpickle ``blob`` only if ``signature`` is its HMAC under ``key``."""
-    # compare bytes: compare_digest refuses str with non-ASCII characters (TypeError), and
-    # a signature read from a topic may be anything
-    given = signature.encode("utf-8", "replace") if isinstance(signature, str) else b""
-    if not hmac.compare_digest(sign(blob, key).encode("ascii"), given):
-        raise CheckpointError(
-            "checkpoint refused: its HMAC does not match (tampered, or written with "
-            f"another {KEY_ENV}); nothing was unpickled"
-        )
+    verify(blob, signature, key)
     return pickle.loads(blob)
 
 
-def to_messages(stream: str, checkpoint_id: int, blob: bytes, signature: str) -> list[dict]:
-    """The parts of one checkpoint, as JSON-able messages."""
-    parts = [blob[i : i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)] or [b""]
-    return [
-        {
-            "stream": stream,
-            "id": checkpoint_id,
-            "part": i,
-            "parts": len(parts),
-            "hmac": signature,
-            "ts": time.time(),
-            "data": base64.b64encode(chunk).decode("ascii"),
-        }
-        for i, chunk in enumerate(parts)
-    ]
-
-
 @dataclass
-class _Assembly:
-    id: int
-    parts: int
-    hmac: str
-    chunks: dict[int, bytes] = field(default_factory=dict)
+class _Written:
+    """What the checkpoints topic holds of one stream, as its writer knows it."""
 
-    @property
-    def complete(self) -> bool:
-        return len(self.chunks) == self.parts
-
-
-class CheckpointReader:
-    """Collect checkpoint parts in topic order; keep the newest complete one per stream."""
-
-    def __init__(self) -> None:
-        self._open: dict[tuple[str, int], _Assembly] = {}
-        self.latest: dict[str, _Assembly] = {}
-
-    def add(self, message: dict[str, Any]) -> None:
-        """Take one part; ``ValueError`` (or ``KeyError``, ``TypeError``) for a malformed one."""
-        stream, cid = str(message["stream"]), int(message["id"])
-        part, parts = int(message["part"]), int(message["parts"])
-        asm = self._open.get((stream, cid))
-        if asm is None or asm.hmac != str(message["hmac"]):
-            # a new checkpoint, or the same id written again after a worker died before
-            # the broker had all the parts of its first writing (those parts are dropped)
-            asm = _Assembly(cid, parts, str(message["hmac"]))
-        if not 0 <= part < asm.parts or parts != asm.parts:
-            raise ValueError(f"checkpoint {stream!r}/{cid}: part {part} of {parts} does not fit")
-        self._open[(stream, cid)] = asm
-        asm.chunks[part] = base64.b64decode(message["data"], validate=True)
-        if asm.complete:
-            del self._open[(stream, cid)]
-            best = self.latest.get(stream)
-            if best is None or asm.id > best.id:
-                self.latest[stream] = asm
-
-    def load(self, stream: str, key: bytes) -> Any:
-        asm = self.latest[stream]
-        blob = b"".join(asm.chunks[i] for i in range(asm.parts))
-        return loads(blob, asm.hmac, key)
-
-
-def read_checkpoints(
-    consumer_config: dict[str, Any],
-    topic: str,
-    timeout: float = 60.0,
-    idle: float = 1.5,
-    *,
-    reader: CheckpointReader | None = None,
-    start: dict[int, int] | None = None,
-) -> tuple[CheckpointReader, dict[int, int]]:
-    """Read a checkpoints topic to its end (no consumer group): from its beginning, or
-    from the offsets ``start`` (partition -> next offset) into ``reader``.
-
-    Returns the reader and the next offset of every partition read, for the next call.
-    The end is where the broker's high watermark says *and* no message came for
-    ``idle`` seconds: the embedded Tansu broker reports watermarks that count
-    record batches, not records, so the watermark alone stops too early.
-    """
-    from confluent_kafka import Consumer, TopicPartition
-
-    reader = CheckpointReader() if reader is None else reader
-    positions = dict(start or {})
-    conf = {
-        **consumer_config,
-        "group.id": "streameval-checkpoint-reader",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-    }
-    consumer = Consumer(conf)
-    try:
-        meta = consumer.list_topics(topic, timeout=10)
-        partitions = meta.topics[topic].partitions if topic in meta.topics else {}
-        ends: dict[tuple[str, int], int] = {}
-        assignment = []
-        for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            first = max(low, positions.get(p, low))
-            if high > first:
-                ends[(topic, p)] = high
-                assignment.append(TopicPartition(topic, p, first))
-        if not assignment:
-            return reader, positions
-        consumer.assign(assignment)
-        try:
-            for msg in messages_to_end(
-                consumer, ends, timeout=timeout, idle=idle, what=f"checkpoint topic {topic}"
-            ):
-                positions[msg.partition()] = msg.offset() + 1
-                try:
-                    reader.add(parse(msg.value()))
-                except (ValueError, KeyError, TypeError) as exc:
-                    log.warning(
-                        "skipping a malformed checkpoint part at offset %s: %s", msg.offset(), exc
-                    )
-        except TimeoutError as exc:
-            raise CheckpointError(str(exc)) from exc
-        return reader, positions
-    finally:
-        consumer.close()
+    slot: int = 1  # slot of the last confirmed manifest (the next one goes to the other)
+    parts: dict[int, int] = field(default_factory=lambda: {0: 0, 1: 0})  # parts per slot
+    values: dict[str, int] = field(default_factory=dict)  # sha256 -> parts, on the topic
+    hashes: dict[int, tuple[Any, str]] = field(default_factory=dict)  # split_dumps' cache
+    pending: tuple[int, dict[str, int]] | None = None  # parts, values of the one in flight
 
 
 class StreamCheckpoints:
     """A worker's checkpointing: which streams changed since the last checkpoint, when the
-    next one is due, the parts of each stream's checkpoint, and the restore of a stream.
+    next one is due, the records of each stream's checkpoint (new values, manifest), the
+    tombstones of what a confirmed one made obsolete, and the restore of a stream.
 
     Parameters
     ----------
@@ -248,9 +165,12 @@ class StreamCheckpoints:
         self.since = 0  # input events since the last checkpoint
         self.reader: CheckpointReader | None = None
         self.positions: dict[int, int] = {}  # next offset of each checkpoints partition
+        self.written: dict[str, _Written] = {}
+        self._source: tuple[dict[str, Any], str] | None = None  # where read() read
 
     def read(self, consumer_config: dict[str, Any], topic: str) -> int:
         """Read the checkpoints topic; return how many streams have a checkpoint."""
+        self._source = (consumer_config, topic)
         self.reader, self.positions = read_checkpoints(consumer_config, topic)
         return len(self.reader.latest)
 
@@ -265,26 +185,42 @@ class StreamCheckpoints:
             consumer_config, topic, idle=idle, reader=self.reader, start=self.positions
         )
         self.reader = reader
-        for stream in [s for s in reader.latest if s in held]:
-            del reader.latest[stream]
+        for stream in [s for s in {*reader.latest, *reader.values} if s in held]:
+            reader.drop(stream)
         return set(reader.latest)
 
     def take(self, stream: str) -> StreamRunner | None:
         """``stream``'s runner from its newest checkpoint (once), else ``None``.
 
-        Raises :class:`CheckpointError` for a checkpoint whose HMAC does not verify
-        or that holds no stream runner.
+        Raises :class:`CheckpointError` for a checkpoint whose HMAC does not verify,
+        that names values not on the topic, or that holds no stream runner.
         """
         reader = self.reader
         if reader is None or stream not in reader.latest:
             return None
-        checkpoint_id = reader.latest[stream].id
+        if reader.missing(stream) and self._source is not None:
+            self._read_again(stream)
+        asm = reader.latest[stream]
         runner = reader.load(stream, self.key)
-        del reader.latest[stream]
+        values = {d: v.parts for d, v in reader.values.get(stream, {}).items() if d in asm.refs}
+        reader.drop(stream)
         if not isinstance(runner, StreamRunner):
             raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
-        self.ids[stream] = checkpoint_id
+        self.ids[stream] = asm.id
+        slot = asm.slot if asm.slot in (0, 1) else 1
+        self.written[stream] = _Written(slot, {slot: asm.parts, 1 - slot: 0}, values)
         return runner
+
+    def _read_again(self, stream: str) -> None:
+        """Read the whole topic again for the values ``stream``'s newest checkpoint names
+        but the reader has not (read from a point after them, or forgotten)."""
+        assert self.reader is not None and self._source is not None
+        log.info("checkpoint of %s names values not read: reading the topic again", stream)
+        fresh, _ = read_checkpoints(*self._source)
+        newest = fresh.latest.get(stream)
+        if newest is not None and newest.id >= self.reader.latest[stream].id:
+            self.reader.latest[stream] = newest
+            self.reader.values[stream] = fresh.values.get(stream, {})
 
     def changed(self, stream: str, events: int = 0) -> None:
         """``stream`` changed (by ``events`` input events): it goes into the next checkpoint."""
@@ -298,14 +234,57 @@ class StreamCheckpoints:
         """Make the next checkpoint due now (a stream's last output went out)."""
         self.since = max(self.since, self.every)
 
-    def parts(self, stream: str, runner: StreamRunner) -> list[dict[str, Any]]:
-        """The messages of ``stream``'s next checkpoint (numbered after its last one)."""
+    def parts(self, stream: str, runner: StreamRunner) -> list[tuple[str, dict[str, Any]]]:
+        """The records ``(key, message)`` of ``stream``'s next checkpoint (numbered after
+        its last one): its large values and pickle chunks not on the topic yet, then its
+        manifest, in the slot its last confirmed checkpoint does not occupy."""
+        written = self.written.setdefault(stream, _Written())
         checkpoint_id = self.ids.get(stream, 0) + 1
-        blob, signature = dumps(runner, self.key)
+        blob, signature, large = split_dumps(runner, self.key, written.hashes)
         self.ids[stream] = checkpoint_id
-        return to_messages(stream, checkpoint_id, blob, signature)
+        order = [(hashlib.sha256(piece).hexdigest(), piece) for piece in split(blob)]
+        pieces = dict(order)  # a chunk that comes twice is written once
+        records: list[tuple[str, dict[str, Any]]] = []
+        values: dict[str, int] = {}
+        for digest, value in [*large.items(), *pieces.items()]:
+            if digest in written.values:
+                values[digest] = written.values[digest]
+                continue
+            messages = value_messages(stream, digest, value)
+            records += [(key_of(m), m) for m in messages]
+            values[digest] = len(messages)
+        slot = 1 - written.slot
+        manifest = to_messages(
+            stream,
+            checkpoint_id,
+            b"",
+            signature,
+            slot=slot,
+            refs=[*values],
+            chunks=[d for d, _ in order],
+        )
+        records += [(key_of(m), m) for m in manifest]
+        written.parts[slot] = max(written.parts[slot], len(manifest))  # a retry may write fewer
+        written.pending = (len(manifest), values)
+        return records
 
-    def saved(self) -> None:
-        """Every changed stream is in a delivered checkpoint."""
+    def saved(self) -> list[tuple[str, str]]:
+        """Every changed stream is in a confirmed checkpoint. Returns the ``(stream, key)``
+        of the records those made obsolete, for tombstones: the parts of the other slot,
+        parts of the same slot past the new manifest's, values no longer named."""
+        obsolete: list[tuple[str, str]] = []
+        for stream, written in self.written.items():
+            if written.pending is None:
+                continue
+            (parts, values), written.pending = written.pending, None
+            slot, old = 1 - written.slot, written.slot
+            keys = [part_key(stream, old, i) for i in range(written.parts[old])]
+            keys += [part_key(stream, slot, i) for i in range(parts, written.parts[slot])]
+            for digest, n in written.values.items():
+                if digest not in values:
+                    keys += [value_key(stream, digest, i) for i in range(n)]
+            obsolete += [(stream, key) for key in keys]
+            written.slot, written.parts, written.values = slot, {slot: parts, old: 0}, values
         self.dirty.clear()
         self.since = 0
+        return obsolete

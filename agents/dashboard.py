@@ -237,7 +237,8 @@ def health_summary(
     """Healthy or not, and why: the worker's own state and the broker's.
 
     ``status`` is :meth:`~streameval.agents.worker.StreamWorker.status` (``healthy`` is False
-    once an output was not delivered); ``broker`` is
+    once an output was not delivered, and while outputs wait undelivered: its
+    ``undelivered`` says how many and for how long); ``broker`` is
     :meth:`~streameval.agents.health.BrokerHealth.to_json`.
 
     >>> health_summary({"healthy": True}, {"state": "unreachable", "address": "k:9092",
@@ -253,10 +254,13 @@ def health_summary(
     if status is not None and not status.get("healthy", True):
         errors = (status.get("counts") or {}).get("delivery_errors", 0)
         refused = list((status.get("refused") or {}).values())
-        if errors or not refused:
-            reasons.append(
-                f"{errors} output(s) not delivered" if errors else "outputs not delivered"
-            )
+        waiting = status.get("undelivered")
+        if errors:
+            reasons.append(f"{errors} output(s) not delivered")
+        if waiting:
+            reasons.append(waiting)
+        if not (errors or waiting or refused):
+            reasons.append("outputs not delivered")
         reasons += refused
     out: dict[str, Any] = {"healthy": not reasons, "reason": "; ".join(reasons) or None}
     if broker is not None:

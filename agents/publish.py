@@ -17,6 +17,7 @@ checkpoint records.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from typing import Any
@@ -28,12 +29,15 @@ from streameval.agents.codec import (
     results_message,
 )
 from streameval.agents.config import KafkaSettings
+from streameval.agents.delivery import DeliveryWatch
 from streameval.agents.health import PRODUCER_QUEUE, BrokerHealth
-from streameval.agents.outputs import OutputPositions, scan_emitted
+from streameval.agents.outputs import OutputPositions, partition_of, scan_emitted
 from streameval.agents.topics import OUTPUT_KINDS, PARTITIONER, TopicNames
 from streameval.pipeline.events import Output
 from streameval.pipeline.runner import StreamRunner
 from streameval.schemas import deadletter_record
+
+log = logging.getLogger(__name__)
 
 #: Producer settings of a worker. With the pipeline's partitioner a stream's outputs land
 #: on the partition of its inputs, which a restarted worker can compute
@@ -82,6 +86,9 @@ class Publisher:
         # predictions made since the last flush, per stream: published in bulk
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.delivery_errors: list[str] = []
+        self.waiting = DeliveryWatch()  # produced, not yet reported: stalled deliveries
+        self.clock = time.monotonic
+        self.partition_counts: dict[str, int] = {}
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -102,17 +109,53 @@ class Publisher:
 
     # -- producing --------------------------------------------------------------------------
 
-    def produce(self, topic: str, key: str, value: dict[str, Any] | list[Any]) -> None:
-        """Produce one message (waits while the producer's local queue is full)."""
-        data = encode(value)
+    def produce(
+        self,
+        topic: str,
+        key: str,
+        value: dict[str, Any] | list[Any] | None,
+        partition: int | None = None,
+    ) -> None:
+        """Produce one message, a tombstone if ``value`` is None, to ``partition`` if given
+        (else the key's); waits while the producer's local queue is full."""
+        data = None if value is None else encode(value)
+        where = {} if partition is None else {"partition": partition}
         while True:
             try:
-                self.producer.produce(topic, data, key.encode("utf-8"), on_delivery=self._delivered)
+                self.producer.produce(
+                    topic, data, key.encode("utf-8"), on_delivery=self._delivered, **where
+                )
                 break
             except BufferError:
                 self.producer.poll(0.05)
+        self.waiting.produced(self.clock())
+
+    def produce_checkpoint(self, key: str, value: dict[str, Any] | None, stream: str) -> None:
+        """A record of ``stream``'s checkpoint (or a tombstone), on the stream's partition:
+        a checkpoint's records are keyed one by one, but stay in order with each other
+        (:mod:`streameval.agents.checkpoint`)."""
+        topic = self.names.checkpoints
+        n = self._partitions(topic)
+        self.produce(topic, key, value, None if n is None else partition_of(stream, n))
+
+    def _partitions(self, topic: str) -> int | None:
+        """The partition count of ``topic`` (asked once), None if the producer cannot tell."""
+        if topic not in self.partition_counts:
+            count = None
+            try:
+                meta = self.producer.list_topics(topic, timeout=10)
+                found = meta.topics.get(topic)
+                if found is not None and found.error is None and found.partitions:
+                    count = len(found.partitions)
+            except Exception as exc:  # a test double, or no answer: the key's partition
+                log.debug("partitions of %s unknown (%s): partitioned by key", topic, exc)
+            if count is None:
+                return None
+            self.partition_counts[topic] = count
+        return self.partition_counts[topic]
 
     def _delivered(self, err: Any, msg: Any) -> None:
+        self.waiting.reported(self.clock(), ok=err is None)
         if err is not None:
             self.counts["delivery_errors"] += 1
             if len(self.delivery_errors) < ERRORS_KEPT:
@@ -253,7 +296,18 @@ class Publisher:
         self.producer.flush(timeout)
         self.producer = None
 
+    def undelivered(self) -> str | None:
+        """Why outputs are not being delivered (see :mod:`streameval.agents.delivery`), or
+        None. Delivery reports that wait to be served are served first."""
+        if self.producer is None or not hasattr(self.producer, "__len__"):
+            return None  # gone, or a producer that cannot say what it holds
+        self.producer.poll(0)
+        if len(self.producer) == 0:  # librdkafka holds nothing: none waits
+            self.waiting.clear()
+        return self.waiting.problem(self.clock())
+
     @property
     def healthy(self) -> bool:
-        """False once an output was not delivered."""
-        return not self.counts["delivery_errors"]
+        """False once an output was not delivered, or while outputs wait undelivered for
+        longer than :data:`~streameval.agents.delivery.UNDELIVERED_SECONDS`."""
+        return not self.counts["delivery_errors"] and self.undelivered() is None

@@ -4,7 +4,9 @@ Every topic is ``prefix + kind`` for the kinds in :data:`TOPIC_KINDS`. All of
 them are keyed by stream id and created with the *same* partition count, so
 they are co-partitioned: the features and labels of one stream land on the same
 partition number, and so do its predictions, metrics, drift events and
-checkpoints -- a worker that owns a partition owns whole streams.
+checkpoints -- a worker that owns a partition owns whole streams. (A checkpoint record's
+key is the stream id and where in the checkpoint it belongs, ``stream/slot/part``; it is
+produced to the stream's partition all the same: :mod:`streameval.agents.checkpoint`.)
 
 ``experiments`` and ``checkpoints`` are compacted (``cleanup.policy=compact``):
 only the latest definition / state per key matters.
@@ -16,7 +18,8 @@ does not (re-partitioning would move streams between partitions mid-run).
 
 Tansu (the embedded broker, memory storage) notes, checked against Tansu
 0.6.0-510f3e2: it accepts topic configs on ``CreateTopics`` and returns them
-from ``DescribeConfigs``, but does not validate values and does not compact --
+from ``DescribeConfigs``, but does not validate values, does not compact and drops the
+connection on ``DeleteRecords`` --
 every record of a "compacted" topic stays readable, so readers must treat
 these topics as "last value per key wins" (which is their meaning anyway).
 It accepts ``replication_factor=-1`` (broker default), used here by default.

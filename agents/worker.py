@@ -411,11 +411,12 @@ class StreamWorker:
             if runner is None:
                 continue
             runner.output_marks = self.publisher.marks(stream)
-            for part in self.checkpoints.parts(stream, runner):
-                self.publisher.produce(self.names.checkpoints, stream, part)
+            for key, record in self.checkpoints.parts(stream, runner):
+                self.publisher.produce_checkpoint(key, record, stream)
         self.publisher.confirm(30)
         self.counts["checkpoints"] += 1
-        self.checkpoints.saved()
+        for stream, key in self.checkpoints.saved():  # what compaction may now delete
+            self.publisher.produce_checkpoint(key, None, stream)
 
     def idle_seconds(self) -> float:
         return time.monotonic() - self.last_event
@@ -469,14 +470,16 @@ class StreamWorker:
 
     @property
     def healthy(self) -> bool:
-        """False once an output was not delivered or a checkpoint was refused (``/health``
-        then answers 503)."""
+        """False once an output was not delivered, while outputs wait undelivered, or once
+        a checkpoint was refused (``/health`` then answers 503)."""
         return self.publisher.healthy and not self.refused
 
     def status(self) -> dict[str, Any]:
         """What the health endpoint and the logs show."""
+        undelivered = self.publisher.undelivered()
         return {
             "healthy": self.healthy,
+            "undelivered": undelivered,
             "refused": dict(self.refused),
             "admitted_memory": self.admission.memory,
             "streams": self.streams.status(),

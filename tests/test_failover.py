@@ -77,7 +77,7 @@ def _outputs(settings: KafkaSettings, topics: list[str], idle: float = 2.0) -> l
         wait = max(idle, 10.0)  # the first fetch of a new consumer may be slow (a busy machine)
         while time.monotonic() - last < wait:
             msg = consumer.poll(0.2)
-            if msg is None or msg.error():
+            if msg is None or msg.error() or msg.value() is None:  # None: a tombstone
                 continue
             value = json.loads(msg.value())
             out += value if isinstance(value, list) else [value]

@@ -400,9 +400,10 @@ def test_a_checkpoint_id_written_again_after_a_partial_one_is_read_whole(monkeyp
     import random
 
     import streameval.agents.checkpoint as ckpt
+    import streameval.agents.checkpoint_topic as records
 
     key = b"k" * 32
-    monkeypatch.setattr(ckpt, "PART_BYTES", 200)
+    monkeypatch.setattr(records, "PART_BYTES", 200)
     rng = random.Random(7)
     states = [rng.randbytes(n) for n in (900, 1500, 900)]  # incompressible
     stale = ckpt.to_messages("s", 5, *ckpt.dumps(states[0], key))

@@ -59,10 +59,12 @@ class FakeProducer:
     """The part of ``confluent_kafka.Producer`` the worker uses; keeps every message."""
 
     def __init__(self) -> None:
-        self.messages: list[tuple[str, bytes, bytes]] = []
+        self.messages: list[tuple[str, bytes, bytes | None]] = []
 
-    def produce(self, topic: str, value: bytes, key: bytes, on_delivery: Any = None) -> None:
-        assert isinstance(value, bytes) and isinstance(key, bytes)
+    def produce(self, topic: str, value: bytes | None, key: bytes, on_delivery: Any = None) -> None:
+        # None: a tombstone, only of a checkpoint record a newer checkpoint made obsolete
+        assert isinstance(value, bytes) or topic == NAMES.checkpoints, (topic, value)
+        assert isinstance(key, bytes)
         self.messages.append((topic, key, value))
 
     def poll(self, timeout: float = 0.0) -> int:
@@ -73,7 +75,7 @@ class FakeProducer:
 
     def on(self, kind: str) -> list[dict[str, Any]]:
         topic = getattr(NAMES, kind)
-        return [json.loads(v) for t, _, v in self.messages if t == topic]
+        return [json.loads(v) for t, _, v in self.messages if t == topic and v is not None]
 
 
 class Harness:
@@ -121,6 +123,8 @@ class Harness:
         """Every output is strict UTF-8 JSON that fits its topic's schema."""
         for topic, key, value in self.producer.messages:
             key.decode("utf-8")
+            if value is None:  # a checkpoint record's tombstone (see FakeProducer)
+                continue
             message = json.loads(value.decode("utf-8"))
             kind = KIND_OF_TOPIC[topic]
             if kind == "predictions":  # an array of predictions, each valid on its own

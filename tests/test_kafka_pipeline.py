@@ -133,7 +133,7 @@ def read_topics(settings, topics: list[str], idle: float = 1.5) -> list[tuple[st
         last = time.monotonic()
         while time.monotonic() - last < idle:
             msg = consumer.poll(0.2)
-            if msg is None or msg.error():
+            if msg is None or msg.error() or msg.value() is None:  # None: a tombstone
                 continue
             value = json.loads(msg.value())  # a predictions message is an array of predictions
             out += [(msg.topic(), v) for v in (value if isinstance(value, list) else [value])]
@@ -300,7 +300,7 @@ class TopicWatcher:
         while time.monotonic() < deadline:
             assert alive(), "the worker died"
             msg = self.consumer.poll(0.05)
-            if msg is None or msg.error():
+            if msg is None or msg.error() or msg.value() is None:  # None: a tombstone
                 continue
             value = json.loads(msg.value())
             if any(found(msg.topic(), v) for v in (value if isinstance(value, list) else [value])):
@@ -349,7 +349,7 @@ def test_worker_killed_mid_run_ends_with_identical_results(
 
     def kill_point(topic: str, value: dict) -> bool:
         if point == "right_after_checkpoint":  # the last part of checkpoint 4 is written
-            return value["id"] >= 4 and value["part"] == value["parts"] - 1
+            return value.get("id", 0) >= 4 and value["part"] == value["parts"] - 1
         if point == "during_reeval_burst":
             return value["kind"] == "repredict" and value["ts"] >= half_ts
         return value["seq"] >= 600  # during_replay: into the stream, early enough under load

@@ -26,7 +26,16 @@ every K = 10 labels into B = 20 bins and two learners goes through ``streameval 
   taking half of them halves the wall rate of a worker that did not change; what a worker
   that slows down over time (a structure growing with the stream, a cost per label that
   grows) changes is its cost per label. The wall rates, the worker's share of a core
-  and the load average are reported beside it.
+  and the load average are reported beside it;
+* reads the checkpoints topic at the end, record by record: its bytes after the first
+  checkpoint and at the end, the checkpoints written, and the growth per checkpoint (what
+  one checkpoint writes: its manifest, its new large values, the tombstones of the one
+  before), which must stay under ``STREAMEVAL_SOAK_MAX_CHECKPOINT_MB`` (default 8). This
+  stream's state is small values (a pickle of ~2.3 MB once the ingest guard holds its
+  100,000 ids) and much of it changes between two checkpoints (the pending buffer, the
+  learners, the re-evaluation state; the guard's window moves by a tenth): a checkpoint
+  writes the chunks it changed: 2.3 MB per checkpoint measured, 2.8 MB when it wrote all
+  (``tests/test_checkpoint_growth.py`` shows a large unchanging state written once).
 
 The replay runs as fast as the broker takes it, held at most ``MAX_LEAD`` instances
 ahead of the worker (an embedded broker keeps every message in memory: an unbounded
@@ -74,6 +83,7 @@ MEASURE = float(os.environ.get("STREAMEVAL_SOAK_MEASURE_SECONDS", "240"))
 MAX_SLOPE = float(os.environ.get("STREAMEVAL_SOAK_MAX_SLOPE", "1.0"))  # MB per minute
 MAX_GROWTH = float(os.environ.get("STREAMEVAL_SOAK_MAX_GROWTH", "32"))  # MB after the warm-up
 MIN_RATIO = float(os.environ.get("STREAMEVAL_SOAK_MIN_RATIO", "0.7"))
+MAX_CHECKPOINT_MB = float(os.environ.get("STREAMEVAL_SOAK_MAX_CHECKPOINT_MB", "8"))
 WARMUP = 0.25  # fraction of the run before the memory slope is measured
 SAMPLE_EVERY = 3.0  # seconds between memory samples
 MAX_LEAD = 5_000  # instances the replay may be ahead of the worker's labels
@@ -154,6 +164,65 @@ def _median(values: list[float]) -> float:
         return 0.0
     mid = len(values) // 2
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def checkpoint_topic(settings: KafkaSettings) -> dict[str, Any]:
+    """The checkpoints topic's bytes (keys and values), read record by record: after the
+    first complete checkpoint, at the end, per checkpoint, and what each kind of record
+    holds."""
+    from confluent_kafka import Consumer, TopicPartition
+    from streameval.agents.topics import messages_to_end
+
+    topic = TopicNames.for_prefix(settings.topic_prefix).checkpoints
+    consumer = Consumer(
+        {**settings.confluent_config(), "group.id": "soak-checkpoints", "enable.auto.commit": False}
+    )
+    total = start = manifests = values = tombstones = 0
+    written: list[int] = []  # bytes of each complete checkpoint: since the one before
+    since = 0
+    value_digests: list[str] = []
+    try:
+        meta = consumer.list_topics(topic, timeout=10)
+        parts = list(meta.topics[topic].partitions)
+        ends = {}
+        for p in parts:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > 0:
+                ends[(topic, p)] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        for msg in messages_to_end(consumer, ends, timeout=300, idle=2.0, what=topic):
+            n = len(msg.key() or b"") + len(msg.value() or b"")
+            total += n
+            since += n
+            if msg.value() is None:
+                tombstones += n
+                continue
+            record = json.loads(msg.value())
+            if "value" in record:
+                values += n
+                if record["part"] == 0:
+                    value_digests.append(record["value"])
+                continue
+            manifests += n
+            if record["part"] == record["parts"] - 1:  # parts are in order on a partition
+                written.append(since)
+                since = 0
+                start = start or total
+    finally:
+        consumer.close()
+    n = len(written)
+    return {
+        "checkpoints": n,
+        "bytes_after_first": start,
+        "bytes_end": total,
+        "growth_per_checkpoint": round((total - start) / (n - 1)) if n > 1 else None,
+        "largest_checkpoint": max(written, default=0),
+        "manifest_bytes": manifests,
+        "value_bytes": values,
+        "values_written": len(value_digests),
+        "values_distinct": len(set(value_digests)),
+        "tombstone_bytes": tombstones,
+    }
 
 
 class Observer(threading.Thread):
@@ -301,6 +370,7 @@ def test_soak_memory_pending_and_throughput_stay_flat(soak_settings, tmp_path: P
         observer.stop.set()
         observer.join(10)
         stop_worker(worker)
+    checkpoints = checkpoint_topic(settings)
 
     # -- the figures
     run_end = observer.progress[-1][0] if observer.progress else SECONDS
@@ -364,6 +434,10 @@ def test_soak_memory_pending_and_throughput_stay_flat(soak_settings, tmp_path: P
         "max_pending": results["overhead"]["max_pending"],
         "evicted": results["overhead"]["evicted"],
         "never_labelled": results["counters"]["never_labelled"],
+        "checkpoint_topic_bytes_start": checkpoints["bytes_after_first"],
+        "checkpoint_topic_bytes_end": checkpoints["bytes_end"],
+        "checkpoint_topic_growth_per_checkpoint": checkpoints["growth_per_checkpoint"],
+        "checkpoint_topic": checkpoints,
         "rss_mb_every_30s": [round(mb, 1) for t, mb in memory if int(t) % 30 < SAMPLE_EVERY],
         "rss_samples_after_warmup": [[round(t, 1), round(mb, 2)] for t, mb in after],
     }
@@ -384,3 +458,7 @@ def test_soak_memory_pending_and_throughput_stay_flat(soak_settings, tmp_path: P
     assert growth <= MAX_GROWTH, text
     assert enough, text
     assert cpu_rate(lasts) >= MIN_RATIO * cpu_rate(firsts), text
+    # the checkpoints topic grows by what each checkpoint writes, never the states before
+    per_checkpoint = checkpoints["growth_per_checkpoint"]
+    assert checkpoints["checkpoints"] >= 2 and per_checkpoint is not None, text
+    assert per_checkpoint <= MAX_CHECKPOINT_MB * 2**20, text
