@@ -41,7 +41,8 @@ from streameval.pipeline.runner import StreamRunner
 pytestmark = [pytest.mark.kafka]
 
 KEY = b"growth-checkpoint-key-0123456789abcdef"
-BIG = 200_000  # characters of each large text feature (kept apart: >= LARGE_BYTES)
+BIG = 200_000  # characters of each large text feature (kept apart: >= LARGE_BYTES; the
+# workers here take strings of any length, beyond the default --max-string)
 N_BIG = 16
 CHECKPOINTS = 12
 SMALL_PER_CHECKPOINT = 20
@@ -138,7 +139,7 @@ def test_checkpoints_grow_with_the_change_not_the_state_size(kafka_settings, kaf
     stream = "big-text"
     rng = random.Random(3)
     texts = ["".join(rng.choices(string.ascii_letters, k=BIG)) for _ in range(N_BIG)]
-    worker = StreamWorker(settings, key=KEY, checkpoint_every=10**9)
+    worker = StreamWorker(settings, key=KEY, checkpoint_every=10**9, max_string=None)
     workers.append(worker)
     worker.restore()
     config = ExperimentConfig(stream, ["nochange", "majority"], bins=0)
@@ -187,7 +188,7 @@ def test_values_no_checkpoint_names_are_tombstoned(kafka_settings, kafka_prefix,
     ensure_topics(settings.confluent_config(), 1, prefix=kafka_prefix)
     names = TopicNames.for_prefix(kafka_prefix)
     stream = "leaving"
-    worker = StreamWorker(settings, key=KEY, checkpoint_every=10**9)
+    worker = StreamWorker(settings, key=KEY, checkpoint_every=10**9, max_string=None)
     workers.append(worker)
     worker.restore()
     config = ExperimentConfig(stream, ["nochange"], bins=0)
