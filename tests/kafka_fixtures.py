@@ -104,3 +104,26 @@ def kafka_settings(kafka_bootstrap: str) -> KafkaSettings:
 def kafka_prefix() -> str:
     """A fresh topic prefix per test, so tests never see each other's topics."""
     return f"test-{uuid.uuid4().hex[:10]}."
+
+
+def topic_to_end(
+    settings: KafkaSettings, topic: str, *, timeout: float = 60.0, idle: float = 1.5
+) -> list:
+    """Every message of ``topic`` (no consumer group), in order per partition, up to the
+    end it had when asked (:func:`~streameval.agents.topics.messages_to_end`)."""
+    from confluent_kafka import Consumer, TopicPartition
+    from streameval.agents.topics import messages_to_end
+
+    conf = {**settings.confluent_config(), "group.id": f"read-{uuid.uuid4().hex[:8]}"}
+    consumer = Consumer({**conf, "enable.auto.commit": False})
+    try:
+        parts = list(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {}
+        for p in parts:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            if high > 0:
+                ends[(topic, p)] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
+        return list(messages_to_end(consumer, ends, timeout=timeout, idle=idle, what=topic))
+    finally:
+        consumer.close()

@@ -30,9 +30,10 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from kafka_fixtures import topic_to_end
 from streameval.agents.checkpoint import CheckpointReader, StreamCheckpoints
 from streameval.agents.codec import parse
-from streameval.agents.topics import TopicNames, ensure_topics, messages_to_end
+from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.agents.worker import StreamWorker
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
@@ -50,26 +51,7 @@ SMALL_PER_CHECKPOINT = 20
 
 def records(settings: Any, topic: str) -> list[tuple[str, bytes | None]]:
     """Every (key, value) of ``topic``, in order per partition."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {**settings.confluent_config(), "group.id": "growth", "enable.auto.commit": False}
-    )
-    try:
-        meta = consumer.list_topics(topic, timeout=10)
-        parts = list(meta.topics[topic].partitions)
-        ends = {}
-        for p in parts:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high > 0:
-                ends[(topic, p)] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        return [
-            (m.key().decode(), m.value())
-            for m in messages_to_end(consumer, ends, timeout=60, idle=1.5, what=topic)
-        ]
-    finally:
-        consumer.close()
+    return [(m.key().decode(), m.value()) for m in topic_to_end(settings, topic)]
 
 
 def size(recs: list[tuple[str, bytes | None]]) -> int:

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_fixtures import topic_to_end
 from streameval.agents.broker import EmbeddedBroker
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import PackedMessages, replay
@@ -170,46 +171,29 @@ def checkpoint_topic(settings: KafkaSettings) -> dict[str, Any]:
     """The checkpoints topic's bytes (keys and values), read record by record: after the
     first complete checkpoint, at the end, per checkpoint, and what each kind of record
     holds."""
-    from confluent_kafka import Consumer, TopicPartition
-    from streameval.agents.topics import messages_to_end
-
     topic = TopicNames.for_prefix(settings.topic_prefix).checkpoints
-    consumer = Consumer(
-        {**settings.confluent_config(), "group.id": "soak-checkpoints", "enable.auto.commit": False}
-    )
     total = start = manifests = values = tombstones = 0
     written: list[int] = []  # bytes of each complete checkpoint: since the one before
     since = 0
     value_digests: list[str] = []
-    try:
-        meta = consumer.list_topics(topic, timeout=10)
-        parts = list(meta.topics[topic].partitions)
-        ends = {}
-        for p in parts:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            if high > 0:
-                ends[(topic, p)] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in parts])
-        for msg in messages_to_end(consumer, ends, timeout=300, idle=2.0, what=topic):
-            n = len(msg.key() or b"") + len(msg.value() or b"")
-            total += n
-            since += n
-            if msg.value() is None:
-                tombstones += n
-                continue
-            record = json.loads(msg.value())
-            if "value" in record:
-                values += n
-                if record["part"] == 0:
-                    value_digests.append(record["value"])
-                continue
-            manifests += n
-            if record["part"] == record["parts"] - 1:  # parts are in order on a partition
-                written.append(since)
-                since = 0
-                start = start or total
-    finally:
-        consumer.close()
+    for msg in topic_to_end(settings, topic, timeout=300, idle=2.0):
+        n = len(msg.key() or b"") + len(msg.value() or b"")
+        total += n
+        since += n
+        if msg.value() is None:
+            tombstones += n
+            continue
+        record = json.loads(msg.value())
+        if "value" in record:
+            values += n
+            if record["part"] == 0:
+                value_digests.append(record["value"])
+            continue
+        manifests += n
+        if record["part"] == record["parts"] - 1:  # parts are in order on a partition
+            written.append(since)
+            since = 0
+            start = start or total
     n = len(written)
     return {
         "checkpoints": n,
