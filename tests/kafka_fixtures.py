@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from streameval.agents.broker import EmbeddedBroker, wait_for_broker
@@ -127,3 +129,13 @@ def topic_to_end(
         return list(messages_to_end(consumer, ends, timeout=timeout, idle=idle, what=topic))
     finally:
         consumer.close()
+
+
+def wait_until(condition: Any, timeout: float, what: str, alive: Any) -> None:
+    """Poll ``condition`` until it holds; fail if ``alive()`` turns false (a worker died)
+    or ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert alive(), f"a worker died while waiting for {what}"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.5)

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from kafka_fixtures import wait_until
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import PackedMessages, replay
 from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
@@ -117,14 +118,6 @@ def _checkpointed(settings: KafkaSettings, streams: set[str], at_least: int) -> 
     )
 
 
-def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert alive(), f"a worker died while waiting for {what}"
-        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
-        time.sleep(0.5)
-
-
 @pytest.mark.faults
 @pytest.mark.parametrize("point", ["before_first_checkpoint", "after_first_checkpoint"])
 def test_a_killed_workers_streams_are_finished_by_the_other(
@@ -149,7 +142,7 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
         for config in configs:
             submit_experiment(settings, config)
         every_stream = {c.stream for c in configs}
-        _wait(
+        wait_until(
             lambda: _defined(logs[0]) | _defined(logs[1]) == every_stream, 120, "definitions", alive
         )
         victim = 0 if len(_defined(logs[0])) >= len(_defined(logs[1])) else 1
@@ -167,7 +160,7 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
         for thread in replays:
             thread.start()
         topic = names.predictions
-        _wait(
+        wait_until(
             lambda: (
                 sum(1 for m in _outputs(settings, [topic], 0.3) if m["stream"] in theirs) >= 200
             ),
@@ -176,7 +169,9 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
             alive,
         )
         if point == "after_first_checkpoint":
-            _wait(lambda: _checkpointed(settings, theirs, 2), 120, "a regular checkpoint", alive)
+            wait_until(
+                lambda: _checkpointed(settings, theirs, 2), 120, "a regular checkpoint", alive
+            )
         workers[victim].kill()  # SIGKILL
         workers[victim].wait(10)
         survivor = workers[1 - victim]
@@ -237,7 +232,7 @@ def test_a_checkpoint_that_fails_verification_is_refused_loudly_not_in_a_loop(
         )
         replayer.start()
         alive = lambda: first.poll() is None  # noqa: E731
-        _wait(lambda: _checkpointed(settings, {config.stream}, 2), 120, "a checkpoint", alive)
+        wait_until(lambda: _checkpointed(settings, {config.stream}, 2), 120, "a checkpoint", alive)
         first.kill()
         first.wait(10)
         port = _free_port()
@@ -270,7 +265,7 @@ def test_a_checkpoint_that_fails_verification_is_refused_loudly_not_in_a_loop(
             letters = _outputs(settings, [names.deadletter], idle=0.5)
             return [d for d in letters if d["kind"] == "checkpoint_refused"]
 
-        _wait(
+        wait_until(
             lambda: any(d["topic"] == names.features for d in refused()),
             60,
             "the late event dead-lettered",
@@ -332,7 +327,7 @@ def test_a_trickle_of_undefined_streams_does_not_hold_back_committed_offsets(
         last = _last_offset_of(settings, names.features, config.stream)
         group = Consumer({**settings.confluent_config(), "group.id": "streameval-worker"})
         try:
-            _wait(
+            wait_until(
                 lambda: (
                     group.committed([TopicPartition(names.features, last[0])], timeout=10)[0].offset
                     > last[1]

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from kafka_fixtures import wait_until
 from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import replay
 from streameval.agents.run import ResultsWaiter, start_worker, stop_worker, submit_experiment
@@ -99,14 +100,6 @@ def _health(port: int) -> dict[str, Any]:
         return {}
 
 
-def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert alive(), f"the worker died while waiting for {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
-
-
 def test_a_flood_of_large_strings_stays_within_the_worker_byte_budget(
     kafka_settings: KafkaSettings, tmp_path: Path
 ) -> None:
@@ -122,7 +115,7 @@ def test_a_flood_of_large_strings_stays_within_the_worker_byte_budget(
     try:
         waiter = ResultsWaiter(settings, big)
         submit_experiment(settings, ExperimentConfig(big, ["nochange", "majority"]))
-        _wait(lambda: "defined:" in (tmp_path / "w.log").read_text(), 120, "the worker", alive)
+        wait_until(lambda: "defined:" in (tmp_path / "w.log").read_text(), 120, "the worker", alive)
         time.sleep(1.0)  # what the worker holds once it runs (no fixed wait: a baseline)
         baseline = _rss(worker.pid)
         sampler.start()
@@ -135,7 +128,7 @@ def test_a_flood_of_large_strings_stays_within_the_worker_byte_budget(
             counts = status.get("streams", {}).get(big, {})
             return counts.get("waiting", 0) + counts.get("refused", 0) == N
 
-        _wait(features_seen, 180, "the big stream's features", alive)
+        wait_until(features_seen, 180, "the big stream's features", alive)
         # no label yet: what the worker holds never went beyond its budget
         assert 0 < status["bytes"]["peak"] <= BUDGET, status["bytes"]
         assert status["streams"][big]["bytes_held"] <= BUDGET
@@ -151,7 +144,7 @@ def test_a_flood_of_large_strings_stays_within_the_worker_byte_budget(
             ghost_letters[:] = [d for d in letters() if d["key"] == ghost]
             return len(ghost_letters) >= N
 
-        _wait(ghosts_done, 120, "every event of the undefined stream dead-lettered", alive)
+        wait_until(ghosts_done, 120, "every event of the undefined stream dead-lettered", alive)
         sampler.stop.set()
         sampler.join()
         # the worker still serves a normal stream
