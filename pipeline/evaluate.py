@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from streameval.pipeline import columnar
 from streameval.pipeline.config import ExperimentConfig, Task
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
@@ -84,11 +85,15 @@ def evaluate_config(
     under its own key; it is the only part that differs between two runs.
     """
     dataset, config = prepare(config, data_dir)
+    total = expected_events(config, dataset)
+    events = schedule(config, dataset)
+    if columnar.supports(config, streaming_outputs=on_output is not None, n_instances=_n(total)):
+        exp = columnar.ColumnarExperiment(config, allow_import=allow_import)
+        return columnar.drive_columnar(exp, events, total, progress)
     experiment = Experiment(
         config, emit_predictions=on_output is not None, allow_import=allow_import
     )
-    total = expected_events(config, dataset)
-    return drive(experiment, schedule(config, dataset), total, progress, on_output)
+    return drive(experiment, events, total, progress, on_output)
 
 
 def drive(
@@ -222,8 +227,13 @@ def evaluate(
     else:
         rows = instances(stream, limit)
         total = _expected(stream, limit)
-    experiment = Experiment(config, learners=models, emit_predictions=on_output is not None)
     events = replay_schedule(config.stream, rows, delay_model)
+    if columnar.supports(
+        config, learners=models, streaming_outputs=on_output is not None, n_instances=_n(total)
+    ):
+        exp = columnar.ColumnarExperiment(config, learners=models)
+        return Results(columnar.drive_columnar(exp, events, total, progress))
+    experiment = Experiment(config, learners=models, emit_predictions=on_output is not None)
     return Results(drive(experiment, events, total, progress, on_output))
 
 
@@ -290,6 +300,11 @@ def _detector_spec(detector: Any) -> str:
         f"detector {detector!r} is not a spec string nor a streameval detector "
         "(river's ADWIN and DDM are 'adwin[delta=...]' and 'ddm')"
     )
+
+
+def _n(total: int | None) -> int | None:
+    """Instances of a schedule of ``total`` events (2 per instance + the end marker)."""
+    return None if total is None else (total - 1) // 2
 
 
 def _expected(stream: Any, limit: int | None) -> int | None:
