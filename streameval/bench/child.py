@@ -17,11 +17,13 @@ from streameval.bench.harness import CHILD_TAG
 from streameval.bench.inprocess import child_evaluate
 from streameval.bench.kafka_runs import child_kafka_run, child_raw
 from streameval.bench.measure import self_peak_rss
+from streameval.bench.speed import child_evaluate_per_event
 from streameval.bench.target1 import child_river
 from streameval.bench.target6 import child_kafka_curve
 
 CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "evaluate": child_evaluate,
+    "evaluate_per_event": child_evaluate_per_event,
     "river": child_river,
     "raw": child_raw,
     "kafka_run": child_kafka_run,

@@ -20,6 +20,7 @@ from streameval.bench.measure import proc_status_kib
 from streameval.bench.plans import PLANS, TARGETS, Plan
 from streameval.bench.report import machine_info, write_outputs
 from streameval.bench.rows import Row
+from streameval.bench.speed import plan_speed2
 from streameval.bench.target1 import plan_target1
 from streameval.bench.target6 import plan_target6
 from streameval.bench.targets23 import plan_kafka
@@ -129,6 +130,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             builders.append(plan_target1(bench, plan))
         if "4" in targets or "5" in targets:
             builders.append(plan_targets45(bench, plan))
+        if "s2" in targets:
+            builders.append(plan_speed2(bench, plan))
         if any(t in targets for t in ("2", "3", "6")):
             from streameval.agents.broker import EmbeddedBroker, wait_for_broker
             from streameval.agents.config import KafkaSettings
@@ -155,7 +158,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     for build in builders:
         rows.extend(build())
-    order = {"1": 1, "2": 2, "ref": 3, "3": 3, "4": 4, "5": 5, "6": 6}
+    order = {"1": 1, "2": 2, "ref": 3, "3": 3, "4": 4, "5": 5, "6": 6, "s2": 7}
     rows.sort(key=lambda r: order.get(r.target, 9))  # stable: a reference before its rows
     wall = time.perf_counter() - bench.started
     doc = {
