@@ -6,9 +6,12 @@ import json
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from streameval.pipeline.columnar import ColumnarExperiment, drive_columnar, supports
+from streameval.pipeline.columnar.diagnostics import instance_order
 from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.diagnostics.ordered import InstanceOrder
 from streameval.pipeline.evaluate import drive, evaluate_config, prepare, schedule
 from streameval.pipeline.events import InputEvent
 from streameval.pipeline.experiment import Experiment
@@ -129,3 +132,35 @@ def test_reevaluation_keeps_the_per_event_results(data_dir) -> None:
     exp = Experiment(config)
     reference = drive(exp, schedule(config, dataset), None, False, None)
     assert document(doc) == document(reference)
+
+
+def test_results_in_the_middle_of_the_stream() -> None:
+    # labels out of order (a waiting time per instance): the diagnostics read only the
+    # labels up to the first instance still waiting, both paths alike
+    config = ExperimentConfig("s", BOTH, window=40, fading=0.9, positive="down")
+    events = list(replay_schedule("s", synthetic(1200, seed=5), FeatureTimeDelay("wait", 1.0)))
+    for cut in (333, 1500):
+        reference = Experiment(config)
+        reference.run(events[:cut])
+        columnar = ColumnarExperiment(config)
+        for start in range(0, cut, 100):
+            columnar.process_block(events[start : min(cut, start + 100)])
+        assert document(columnar.results()) == document(reference.results()), cut
+
+
+@pytest.mark.parametrize("max_waiting", [3, 50, 10**6])
+def test_instance_order_matches_the_per_event_reorder_also_when_it_skips_gaps(max_waiting):
+    rng = random.Random(max_waiting)
+    arrival = list(range(400))
+    rng.shuffle(arrival)
+    arrival = [a for a in arrival if a % 37 != 5]  # gaps that never fill
+    codes = [rng.randrange(3) for _ in arrival]
+    for ended in (False, True):
+        seen: list[int] = []
+        order = InstanceOrder(seen.append, max_waiting)
+        for at, c in zip(arrival, codes, strict=True):
+            order.push(at, c)
+        if ended:
+            order.flush()
+        got = instance_order(np.array(arrival), np.array(codes), ended, max_waiting)
+        assert got.tolist() == seen

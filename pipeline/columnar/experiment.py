@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from streameval.pipeline.columnar.auc import filled_auc
 from streameval.pipeline.columnar.confusion import Estimate, confusion_matrix, estimator
+from streameval.pipeline.columnar.diagnostics import fill_temporal, instance_order
 from streameval.pipeline.columnar.labels import ClassCodes, Column, LabelBaselines
 from streameval.pipeline.columnar.pairs import fill_pairs
 from streameval.pipeline.config import ExperimentConfig
@@ -99,7 +100,6 @@ class ColumnarExperiment:
         learned: list[int] = []  # codes of the labels learned in this block
         arrivals: list[int] = []  # arrival index of each labelled instance
         pending, code = self.pending, self.codes.code
-        in_order = self.reporter._in_order
         for ev in events:
             if ev.ts > self.last_ts:
                 self.last_ts = ev.ts
@@ -120,10 +120,8 @@ class ColumnarExperiment:
                 self.n_labelled += 1
                 learned.append(code(ev.y))
                 arrivals.append(at)
-                if in_order is not None:
-                    in_order.push(at, str(ev.y))
             elif isinstance(ev, EndOfStream):
-                self._end(in_order)
+                self._end()
             else:
                 raise TypeError(f"not an input event: {ev!r}")
         self._append(seen, learned, arrivals)
@@ -139,9 +137,7 @@ class ColumnarExperiment:
         self.y.extend(np.asarray(learned, dtype=np.int32))
         self.arrival.extend(np.asarray(arrivals, dtype=np.int64))
 
-    def _end(self, in_order: Any) -> None:
-        if in_order is not None:
-            in_order.flush()
+    def _end(self) -> None:
         self.counters["never_labelled"] = len(self.pending)
         self.ended = True
 
@@ -177,6 +173,9 @@ class ColumnarExperiment:
         rep.classes = [str(label) for label in labels]
         rep.counters = dict(self.counters)
         rep.max_pending, rep.last_ts, rep.ended = self.max_pending, self.last_ts, self.ended
+        if rep.diagnostics is not None:
+            seq = instance_order(at, y, self.ended)
+            fill_temporal(rep.diagnostics, seq, [str(label) for label in labels])
         doc = rep.results()
         doc["overhead"]["pending"] = len(self.pending)
         return doc
