@@ -86,14 +86,14 @@ def evaluate_config(
     """
     dataset, config = prepare(config, data_dir)
     total = expected_events(config, dataset)
-    events = schedule(config, dataset)
     if columnar.supports(config, streaming_outputs=on_output is not None, n_instances=_n(total)):
-        exp = columnar.ColumnarExperiment(config, allow_import=allow_import)
-        return columnar.drive_columnar(exp, events, total, progress)
+        return columnar.evaluate_columnar(
+            config, dataset, total, progress, allow_import=allow_import
+        )
     experiment = Experiment(
         config, emit_predictions=on_output is not None, allow_import=allow_import
     )
-    return drive(experiment, events, total, progress, on_output)
+    return drive(experiment, schedule(config, dataset), total, progress, on_output)
 
 
 def drive(

@@ -10,13 +10,20 @@ import numpy as np
 import pytest
 from streameval.pipeline.columnar import ColumnarExperiment, drive_columnar, supports
 from streameval.pipeline.columnar.diagnostics import instance_order
+from streameval.pipeline.columnar.driver import drive_labels
+from streameval.pipeline.columnar.schedule import LabelSchedule
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.diagnostics.ordered import InstanceOrder
 from streameval.pipeline.evaluate import drive, evaluate_config, prepare, schedule
 from streameval.pipeline.events import InputEvent
 from streameval.pipeline.experiment import Experiment
-from streameval.pipeline.streams.base import Instance
-from streameval.pipeline.streams.delay import FeatureTimeDelay, InstanceDelay, TimeDelay
+from streameval.pipeline.streams.base import Dataset, Instance
+from streameval.pipeline.streams.delay import (
+    FeatureTimeDelay,
+    InstanceDelay,
+    TimeDelay,
+    parse_delay,
+)
 from streameval.pipeline.streams.schedule import replay_schedule
 
 BOTH = ["nochange", "majority"]
@@ -38,6 +45,11 @@ def synthetic(n: int, seed: int = 1) -> list[Instance]:
 def document(doc: dict[str, Any]) -> str:
     """The results JSON without its runtime, key order kept."""
     return json.dumps({k: v for k, v in doc.items() if k != "runtime"})
+
+
+def label_schedule_run(config: ExperimentConfig, dataset: Dataset, block: int) -> dict[str, Any]:
+    delay = parse_delay(config.delay, dataset)
+    return drive_labels(ColumnarExperiment(config), dataset, delay, None, False, block)
 
 
 def both_paths(config: ExperimentConfig, events: list[InputEvent], blocks: list[int]) -> None:
@@ -70,22 +82,6 @@ def test_learner_order_and_a_single_learner() -> None:
     events = list(replay_schedule("s", synthetic(800, seed=3), InstanceDelay(5)))
     both_paths(ExperimentConfig("s", ["majority", "nochange"], window=30), events, [3, 64])
     both_paths(ExperimentConfig("s", ["majority"], fading=0.95, positive="up"), events, [5])
-
-
-@pytest.mark.parametrize(
-    ("settings", "delay"),
-    [
-        ({"window": 1000, "fading": 0.99}, "0"),  # 0.99 rescales every ~23,000 labels
-        ({"window": 500, "fading": 0.999, "auc_window": 2000}, "1000"),
-        ({"window": 48, "fading": 0.9}, "time:86400"),  # a day of event time
-    ],
-)
-def test_electricity_same_json_as_the_per_event_core(data_dir, settings, delay) -> None:
-    config = ExperimentConfig("elec", BOTH, dataset="electricity", delay=delay, **settings)
-    dataset, config = prepare(config, data_dir)
-    assert config.positive is not None  # the AUC is part of the comparison
-    events = list(schedule(config, dataset))
-    both_paths(config, events, [1, 4097, 10**7])
 
 
 def test_hand_counted_accuracies_under_a_delay() -> None:
@@ -164,3 +160,46 @@ def test_instance_order_matches_the_per_event_reorder_also_when_it_skips_gaps(ma
             order.flush()
         got = instance_order(np.array(arrival), np.array(codes), ended, max_waiting)
         assert got.tolist() == seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("settings", "delay", "event_blocks"),
+    [
+        ({"window": 1000, "fading": 0.99}, "0", [1, 4097]),  # 0.99 rescales every ~23,000
+        ({"window": 500, "fading": 0.999, "auc_window": 2000}, "1000", [4097]),
+        ({"window": 48, "fading": 0.9}, "time:86400", [4097]),  # a day of event time
+    ],
+)
+def test_electricity_same_json_as_the_per_event_core(data_dir, settings, delay, event_blocks):
+    # both columnar inputs: the replay schedule's events, and the labels and event times
+    # alone (no event objects, no features); blocks of 1 and of sizes that do not divide
+    config = ExperimentConfig("e", BOTH, dataset="electricity", delay=delay, **settings)
+    dataset, config = prepare(config, data_dir)
+    assert config.positive is not None  # the AUC is part of the comparison
+    events = list(schedule(config, dataset))
+    reference = document(drive(Experiment(config), events, None, False, None))
+    for block in [*event_blocks, 10**7]:
+        columnar = drive_columnar(ColumnarExperiment(config), events, None, False, block)
+        assert document(columnar) == reference, f"events, block of {block}"
+    for block in (2, 4097, 10**7):
+        assert document(label_schedule_run(config, dataset, block)) == reference, block
+    assert evaluate_config(config, data_dir=data_dir)["runtime"]["path"] == "columnar"
+
+
+@pytest.mark.parametrize("delay", [InstanceDelay(0), InstanceDelay(17), TimeDelay(6.0)])
+def test_synthetic_stream_from_its_labels_alone_same_json(delay) -> None:
+    rows = synthetic(1500, seed=7)
+    dataset = Dataset.from_instances("syn", rows)
+    config = ExperimentConfig(
+        "s", BOTH, window=25, fading=0.8, positive="flat", delay=str(delay), limit=1400
+    )
+    events = list(replay_schedule("s", rows[:1400], delay))
+    reference = document(drive(Experiment(config), events, None, False, None))
+    for block in (1, 2, 3, 999):
+        assert document(label_schedule_run(config, dataset, block)) == reference, block
+
+
+def test_label_schedule_refuses_decreasing_event_times() -> None:
+    with pytest.raises(ValueError, match="event time must not decrease"):
+        LabelSchedule.build(np.array([0.0, 2.0, 1.0]), InstanceDelay(1))

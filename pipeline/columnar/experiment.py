@@ -29,7 +29,7 @@ exactly as the references ``y_per`` and ``y_maj`` do.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from streameval.pipeline.columnar.confusion import Estimate, confusion_matrix, e
 from streameval.pipeline.columnar.diagnostics import fill_temporal, instance_order
 from streameval.pipeline.columnar.labels import ClassCodes, Column, LabelBaselines
 from streameval.pipeline.columnar.pairs import fill_pairs
+from streameval.pipeline.columnar.schedule import Block
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 from streameval.pipeline.experiment import Experiment
@@ -121,12 +122,12 @@ class ColumnarExperiment:
                 learned.append(code(ev.y))
                 arrivals.append(at)
             elif isinstance(ev, EndOfStream):
-                self._end()
+                self.end()
             else:
                 raise TypeError(f"not an input event: {ev!r}")
         self._append(seen, learned, arrivals)
 
-    def _append(self, seen: list[int], learned: list[int], arrivals: list[int]) -> None:
+    def _append(self, seen: Any, learned: list[int], arrivals: Any) -> None:
         """The block's predictions by arrival index, and its scored labels."""
         p = self.baselines.predict(np.asarray(seen), learned, self.codes, self.config.positive)
         columns = self.by_arrival
@@ -137,8 +138,19 @@ class ColumnarExperiment:
         self.y.extend(np.asarray(learned, dtype=np.int32))
         self.arrival.extend(np.asarray(arrivals, dtype=np.int64))
 
-    def _end(self) -> None:
-        self.counters["never_labelled"] = len(self.pending)
+    def process_arrays(self, block: Block, y: Sequence[Hashable]) -> None:
+        """A block of a :class:`~streameval.pipeline.columnar.schedule.LabelSchedule`;
+        ``y[i]`` is the label of instance ``i``. Set ``max_pending`` and ``last_ts`` from
+        the schedule and call :meth:`end` after the last block."""
+        code = self.codes.code
+        learned = [code(y[i]) for i in block.labels.tolist()]
+        self.n_instances += len(block.seen)
+        self.n_labelled += len(learned)
+        self._append(block.seen, learned, block.labels)
+
+    def end(self) -> None:
+        """The stream has ended: the instances still pending are never labelled."""
+        self.counters["never_labelled"] = self.n_instances - self.n_labelled
         self.ended = True
 
     # -- reporting --------------------------------------------------------------------------
@@ -177,7 +189,7 @@ class ColumnarExperiment:
             seq = instance_order(at, y, self.ended)
             fill_temporal(rep.diagnostics, seq, [str(label) for label in labels])
         doc = rep.results()
-        doc["overhead"]["pending"] = len(self.pending)
+        doc["overhead"]["pending"] = self.n_instances - self.n_labelled
         return doc
 
     def _is_positive(self, y: np.ndarray) -> np.ndarray:
