@@ -108,8 +108,9 @@ def drive_labels(
         ts.append(t)
         y.append(label(record))
     schedule = LabelSchedule.build(np.asarray(ts, dtype=float), delay)
+    codes = experiment.code_labels(y, schedule.order)
     for part in schedule.blocks(max(1, block // 2)):  # two events per instance
-        experiment.process_arrays(part, y)
+        experiment.process_arrays(part, codes)
         bar.advance(len(part.seen) + len(part.labels))
     experiment.max_pending, experiment.last_ts = schedule.max_pending, schedule.last_ts
     experiment.end()

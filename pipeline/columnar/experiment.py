@@ -127,7 +127,7 @@ class ColumnarExperiment:
                 raise TypeError(f"not an input event: {ev!r}")
         self._append(seen, learned, arrivals)
 
-    def _append(self, seen: Any, learned: list[int], arrivals: Any) -> None:
+    def _append(self, seen: Any, learned: Any, arrivals: Any) -> None:
         """The block's predictions by arrival index, and its scored labels."""
         p = self.baselines.predict(np.asarray(seen), learned, self.codes, self.config.positive)
         columns = self.by_arrival
@@ -138,15 +138,27 @@ class ColumnarExperiment:
         self.y.extend(np.asarray(learned, dtype=np.int32))
         self.arrival.extend(np.asarray(arrivals, dtype=np.int64))
 
-    def process_arrays(self, block: Block, y: Sequence[Hashable]) -> None:
+    def process_arrays(self, block: Block, codes: np.ndarray) -> None:
         """A block of a :class:`~streameval.pipeline.columnar.schedule.LabelSchedule`;
-        ``y[i]`` is the label of instance ``i``. Set ``max_pending`` and ``last_ts`` from
-        the schedule and call :meth:`end` after the last block."""
-        code = self.codes.code
-        learned = [code(y[i]) for i in block.labels.tolist()]
+        ``codes[i]`` is the code of instance ``i``'s label in ``self.codes``
+        (:meth:`code_labels`). Set ``max_pending`` and ``last_ts`` from the schedule and
+        call :meth:`end` after the last block."""
+        learned = codes[block.labels]
         self.n_instances += len(block.seen)
         self.n_labelled += len(learned)
         self._append(block.seen, learned, block.labels)
+
+    def code_labels(self, y: Sequence[Hashable], order: np.ndarray) -> np.ndarray:
+        """The code of every instance's label ``y[i]``, numbered in the release ``order``
+        of the labels (the order the per-event core meets them in)."""
+        raw: dict[Hashable, int] = {}
+        first = np.fromiter((raw.setdefault(v, len(raw)) for v in y), np.int64, len(y))
+        labels = list(raw)
+        met, where = np.unique(first[order], return_index=True)
+        ranked = met[np.argsort(where)]  # the raw codes in the order the labels are released
+        remap = np.empty(len(labels), dtype=np.int32)
+        remap[ranked] = [self.codes.code(labels[r]) for r in ranked.tolist()]
+        return remap[first]
 
     def end(self) -> None:
         """The stream has ended: the instances still pending are never labelled."""
