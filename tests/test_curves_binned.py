@@ -148,6 +148,10 @@ def test_binned_curves_thin_under_their_own_budget_and_keep_the_final_point() ->
     assert binned["stride"] == 4
     assert binned["n_labelled"] == [40, 80, 95]
     assert binned["learners"]["nb"]["accuracy"] == [[0.4] * 4, [0.8] * 4, [0.95] * 4]
+    too_wide = CurveRecorder(max_points=100, max_values=1000, max_binned_values=21)
+    too_wide.add(_snap(10))
+    too_wide.add(_snap(20, "final"))
+    assert "binned" not in (too_wide.block() or {})  # 2 x 11 values > 21: no binned curves
     no_bins = CurveRecorder()
     no_bins.add({**_snap(10), "binned": None})
     assert "binned" not in (no_bins.block() or {})

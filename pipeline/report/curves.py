@@ -30,7 +30,10 @@ binned table can be read at any kept label count (:func:`bins_at`)::
 It has its own budget (``max_binned_values``, counting every bin value) and so
 its own stride: with many bins and learners it keeps fewer points than the
 scalar curves. The final snapshot is always kept, so its last point equals the
-final binned table of the results.
+final binned table of the results. When even two points do not fit (more than
+half the budget per point, e.g. 10 learners and ``B = 100``), the block has no
+``binned`` entry: the results message must stay under the 1 MB of a Kafka
+message, and the final table is in the results anyway.
 
 Size is bounded: beyond ``max_points`` points, or ``max_values`` values in
 all, the recorder keeps every other periodic snapshot (and doubles
@@ -76,7 +79,7 @@ MAX_VALUES = 20_000
 BINNED_METRICS: tuple[str, ...] = ("accuracy", "kappa", "kappa_per", "kappa_m", "kappa_plus")
 BINNED_METRICS += ("mae", "rmse")
 #: Most bin values (points x learners x metrics x bins) of the ``binned`` curves.
-MAX_BINNED_VALUES = 10_000
+MAX_BINNED_VALUES = 10_000  # ~200 kB of JSON
 
 Values = dict[str, Any]
 
@@ -219,6 +222,13 @@ class CurveRecorder:
         width = _width(self._points[-1].values) + 3
         return len(self._points) * width > self.max_values
 
+    def _binned_fits(self) -> bool:
+        """Whether the binned curves keep within their budget (two points always stay,
+        so a point wider than half the budget cannot)."""
+        rec = self._binned
+        assert rec is not None
+        return sum(_width(p.values) + 3 for p in rec._points) <= rec.max_values
+
     def _thin(self) -> None:
         """Keep every other periodic point while there are too many values."""
         while len(self._points) > 2 and self._too_big():
@@ -256,7 +266,7 @@ class CurveRecorder:
             },
         }
         binned = self._binned.block() if self._binned is not None else None
-        if binned is not None and any(binned["learners"].values()):
+        if binned is not None and any(binned["learners"].values()) and self._binned_fits():
             block["binned"] = binned
         return block
 
