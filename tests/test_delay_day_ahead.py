@@ -8,6 +8,7 @@ plus ``p + 1`` half-hours: between 24.5 and 48 hours.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -104,3 +105,26 @@ def test_no_change_bins_are_the_hand_computed_lags_of_the_label_sequence() -> No
     assert binned[0] == pytest.approx(first, abs=1e-12)
     assert binned[-1] == pytest.approx(last, abs=1e-12)
     assert first < 0.55 < 0.8 < last  # a day-old label is a poor guess, the previous one good
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_run_through_kafka_gives_evaluate_under_day_ahead(kafka_settings: Any) -> None:
+    """The day-ahead replay (features at negative event time on day 0) through the embedded
+    broker: the results document of `evaluate`, binned curves included."""
+    from dataclasses import replace
+
+    from streameval.agents.run import run_through_kafka
+
+    config = ExperimentConfig(
+        "elec-dayahead", ["nochange", "majority", "nb"], dataset="electricity", limit=960,
+        delay="day-ahead", reeval_k=10, bins=10, snapshot_every=200,
+    )  # fmt: skip
+    reference = evaluate_config(config)
+    settings = replace(kafka_settings, topic_prefix=f"dayahead-{uuid.uuid4().hex[:8]}.")
+    ran = run_through_kafka(config, settings)
+    for doc in (ran, reference):
+        for key in ("runtime", "ingest"):
+            doc.pop(key, None)
+    assert ran == reference
+    assert reference["curves"]["binned"]["n_labelled"][-1] == 960
