@@ -76,8 +76,15 @@ MAX_POINTS = 500
 #: the results message of the Kafka metrics topic, whose messages stay under 1 MB.
 MAX_VALUES = 20_000
 #: The binned metrics a curve keeps: the accuracy and kappa family, or MAE and RMSE.
-BINNED_METRICS: tuple[str, ...] = ("accuracy", "kappa", "kappa_per", "kappa_m", "kappa_plus")
-BINNED_METRICS += ("mae", "rmse")
+BINNED_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "kappa",
+    "kappa_per",
+    "kappa_m",
+    "kappa_plus",
+    "mae",
+    "rmse",
+)
 #: Most bin values (points x learners x metrics x bins) of the ``binned`` curves.
 MAX_BINNED_VALUES = 10_000  # ~200 kB of JSON
 
