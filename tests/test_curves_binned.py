@@ -155,3 +155,17 @@ def test_binned_curves_thin_under_their_own_budget_and_keep_the_final_point() ->
     no_bins = CurveRecorder()
     no_bins.add({**_snap(10), "binned": None})
     assert "binned" not in (no_bins.block() or {})
+
+
+def test_regression_curves_carry_binned_mae_and_rmse() -> None:
+    config = ExperimentConfig(
+        "fr", ["mean", "linreg"], task="regression", dataset="friedman[n=600]", delay="50",
+        reeval_k=10, bins=4, snapshot_every=200,
+    )  # fmt: skip
+    results = evaluate_config(config)
+    curves = results["curves"]["binned"]
+    assert curves["n_labelled"] == [200, 400, 600]
+    for spec, entry in results["learners"].items():
+        assert set(curves["learners"][spec]) == {"mae", "rmse"}
+        for metric in ("mae", "rmse"):
+            assert curves["learners"][spec][metric][-1] == entry["binned"][metric]
