@@ -476,7 +476,7 @@ class Experiment:
             flat = slot.card.flat()
             flat["pending"] = len(self.buffer)
             flat["n_repredictions"] = self.n_repredictions
-            binned = slot.card.summary().get("binned", {}).get("whole")
+            binned = slot.card.binned_block()
             out.append(
                 MetricSnapshot(
                     self.config.stream,

@@ -163,6 +163,20 @@ class Scorecard:
             flat["auc" if name == "whole" else f"{name}.auc"] = value
         return flat
 
+    def binned_block(self, summary: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The binned metrics as the results entry and the snapshots carry them: the whole
+        history's lists at the top, the other estimators' nested under their names
+        (``{"accuracy": [...], "window": {"accuracy": [...]}}``); ``None`` without
+        re-evaluation."""
+        if not self.binned:
+            return None
+        binned = (summary or self.summary())["binned"]
+        block: dict[str, Any] = {k: v for k, v in binned["whole"].items() if isinstance(v, list)}
+        for name, values in binned.items():
+            if name != "whole":
+                block[name] = {k: v for k, v in values.items() if isinstance(v, list)}
+        return block
+
     def entry(
         self,
         weights: list[float] | None,
@@ -182,14 +196,8 @@ class Scorecard:
                 entry["auc"] = value
             else:
                 entry.setdefault("window", {})["auc"] = value
-        if self.binned:
-            binned = summary["binned"]
-            block: dict[str, Any] = {
-                k: v for k, v in binned["whole"].items() if isinstance(v, list)
-            }
-            for name, values in binned.items():
-                if name != "whole":
-                    block[name] = {k: v for k, v in values.items() if isinstance(v, list)}
+        block = self.binned_block(summary)
+        if block is not None:
             entry["binned"] = block
             assert weights is not None
             entry["psi_w"] = {

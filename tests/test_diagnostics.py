@@ -148,3 +148,28 @@ def test_within_class_shuffle_keeps_p_same(data_dir: Path) -> None:
     full = diagnose(load(spec.format(",shuffle=full,seed=2"), data_dir))
     assert within["p_same"] == plain["p_same"]
     assert abs(full["p_same"] - full["iid_baseline"]) < 0.03
+
+
+def test_delta_in_both_readings_on_a_hand_computed_stream() -> None:
+    # A A B A A A B, class A: P(A | m previous are A) = 5/7, 3/5, 1/3, 0 for m = 0..3
+    s = stats_of("AABAAAB", max_lag=2)
+    # the formula as sect. 6.8 prints it: l = 0..2, P(. | l) - P(. | l + 1)
+    assert s["delta"]["A"] == pytest.approx([5 / 7 - 3 / 5, 3 / 5 - 1 / 3, 1 / 3 - 0])
+    # the paper's text: l = 1..3, the gain of the l-th previous A, P(. | l) - P(. | l - 1)
+    assert s["delta_paper"]["A"] == pytest.approx([3 / 5 - 5 / 7, 1 / 3 - 3 / 5, 0 - 1 / 3])
+    assert s["delta_paper"]["B"] == [-2 / 7, None, None]
+    from streameval.pipeline.report.table import diagnostics_table
+
+    text = diagnostics_table(s, "paper")
+    assert "l = 1..L+1" in text and "A:  -0.1143  -0.2667  -0.3333" in text
+    assert "A:   0.1143   0.2667   0.3333" in diagnostics_table(s)
+    with pytest.raises(ValueError, match="delta reading 'other'"):
+        diagnostics_table(s, "other")
+
+
+def test_electricity_delta_48_is_the_papers_in_its_own_reading(data_dir: Path) -> None:
+    """Sect. 6.8 reports Delta(48) = 0.02 on Elec2: the paper's reading gives it, the
+    formula's gives -0.002 at l = 48 (and -0.022 at l = 47)."""
+    s = diagnose(load("electricity", data_dir=data_dir), max_lag=48)
+    assert round(s["delta_paper"]["DOWN"][48 - 1], 2) == 0.02
+    assert round(s["delta"]["DOWN"][48], 3) == -0.002

@@ -127,3 +127,18 @@ def test_markov_extremes() -> None:
 def test_bad_parameters(spec: str) -> None:
     with pytest.raises(SpecError):
         make_synthetic(spec)
+
+
+@pytest.mark.parametrize(("noise", "rate"), [(0.1, 0.09), (0.3, 0.29), (0.005, 0.0)])
+def test_led_noise_inverts_a_segment_with_probability_noise_minus_one_percent(
+    noise: float, rate: float
+) -> None:
+    """River flips a segment when ``0.01 + U <= noise``: 9 % at the default 0.1, not 10 %."""
+    from river.datasets.synth import LED
+
+    digits = LED._ORIGINAL_INSTANCES  # the seven segments of each digit, river's own table
+    rows = list(
+        make_synthetic(f"led[irrelevant=false,noise={noise},n=20000,seed=3]").iter_instances()
+    )
+    flips = sum(int(row.x[f"x{s}"]) != digits[int(row.y)][s] for row in rows for s in range(7))
+    assert flips / (7 * len(rows)) == pytest.approx(rate, abs=0.005)  # 140,000 segments

@@ -14,15 +14,23 @@ Zliobaite et al., ``temporal-dependence-evaluation-journal.txt``:
 * ``transition`` -- ``P(y_t = j | y_{t-1} = i)`` as ``{i: {j: p}}``;
 * ``delta`` -- for each class ``i``, ``[Delta(0), ..., Delta(max_lag)]`` with
   ``Delta(l) = P(y_t = i | the l previous labels are i)
-  - P(y_t = i | the l + 1 previous labels are i)`` (sect. 6.8). ``l = 0``
-  conditions on nothing (the prior), so ``Delta(0) = P(i) - P(i | i)``
-  measures first-order dependence, ``Delta(1)`` second-order, and so on.
-  ``Delta(l) != 0`` means dependence of order ``l + 1``; with the paper's
-  sign convention a *positive* dependence gives *negative* values. The
-  conditional probability given ``m`` previous labels is estimated over the
-  positions ``t >= m`` (those that have ``m`` predecessors); ``None`` where
-  the condition never occurred. ``p_given_run`` holds those conditional
-  probabilities for ``m = 0..max_lag + 1``;
+  - P(y_t = i | the l + 1 previous labels are i)``, the formula as sect. 6.8
+  prints it. ``l = 0`` conditions on nothing (the prior), so
+  ``Delta(0) = P(i) - P(i | i)`` measures first-order dependence (Definition
+  1), ``Delta(1)`` second-order, and so on: ``Delta(l) != 0`` means
+  dependence of order ``l + 1``, and a *positive* dependence gives
+  *negative* values. The conditional probability given ``m`` previous labels
+  is estimated over the positions ``t >= m`` (those that have ``m``
+  predecessors); ``None`` where the condition never occurred.
+  ``p_given_run`` holds those conditional probabilities for
+  ``m = 0..max_lag + 1``;
+* ``delta_paper`` -- for each class, ``[Delta(1), ..., Delta(max_lag + 1)]`` as
+  the paper's text and numbers use it: ``Delta(l) = P(y_t = i | l previous
+  are i) - P(y_t = i | l - 1 previous are i)``, the gain of the ``l``-th
+  previous label, so ``Delta(l) != 0`` means order-``l`` dependence and a
+  positive dependence gives positive values (the paper's ``Delta(48) = 0.02``
+  on Elec2 is this reading: 0.022 for ``DOWN``). Each entry is minus the
+  ``delta`` entry one index lower;
 * ``quick_test`` -- the sect. 7 recommendation: on the first ``quick_n``
   labels (100 by default), compare the Majority Class accuracy (largest class
   share in that sample) with the Persistent accuracy (share of equal
@@ -180,6 +188,7 @@ class TemporalDependence:
             delta[y] = [
                 a - b if a is not None and b is not None else None for a, b in pairwise(cond)
             ]
+        delta_paper = {y: [None if d is None else -d for d in v] for y, v in delta.items()}
         return {
             "n": n,
             "priors": priors,
@@ -190,6 +199,7 @@ class TemporalDependence:
             "dependent": p_same is not None and p_majority is not None and p_same > p_majority,
             "transition": transition,
             "delta": delta,
+            "delta_paper": delta_paper,
             "p_given_run": p_given_run,
             "quick_test": self.quick_test(),
         }

@@ -19,6 +19,22 @@ Every list has one value per point (``null`` where a metric was undefined).
 Values are the snapshot values themselves, so a point of the curves equals the
 ``metrics`` message the Kafka worker published for it.
 
+With continuous re-evaluation the block also holds ``binned``: the binned
+accuracy and kappa family (regression: MAE, RMSE) of the whole history as it
+stood at each of its points, one list of ``B + 2`` values per point, so the
+binned table can be read at any kept label count (:func:`bins_at`)::
+
+    "binned": {"n_labelled": [...], "ts": [...], "pending": [...], "stride": 4,
+               "learners": {"nb": {"accuracy": [[b0, b1, ..., b_B+1], ...], ...}}}
+
+It has its own budget (``max_binned_values``, counting every bin value) and so
+its own stride: with many bins and learners it keeps fewer points than the
+scalar curves. The final snapshot is always kept, so its last point equals the
+final binned table of the results. When even two points do not fit (more than
+half the budget per point, e.g. 10 learners and ``B = 100``), the block has no
+``binned`` entry: the results message must stay under the 1 MB of a Kafka
+message, and the final table is in the results anyway.
+
 Size is bounded: beyond ``max_points`` points, or ``max_values`` values in
 all, the recorder keeps every other periodic snapshot (and doubles
 ``stride``), deterministically, so both drivers keep the same points. The
@@ -38,7 +54,7 @@ worker restored from a checkpoint continues its curves where they were.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +75,20 @@ MAX_POINTS = 500
 #: Most values (points x learners x series) kept before thinning: the curves travel inside
 #: the results message of the Kafka metrics topic, whose messages stay under 1 MB.
 MAX_VALUES = 20_000
+#: The binned metrics a curve keeps: the accuracy and kappa family, or MAE and RMSE.
+BINNED_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "kappa",
+    "kappa_per",
+    "kappa_m",
+    "kappa_plus",
+    "mae",
+    "rmse",
+)
+#: Most bin values (points x learners x metrics x bins) of the ``binned`` curves.
+MAX_BINNED_VALUES = 10_000  # ~200 kB of JSON
+
+Values = dict[str, Any]
 
 
 def curve_keys(metrics: Mapping[str, Any]) -> list[str]:
@@ -75,6 +105,27 @@ def curve_keys(metrics: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def curve_values(snap: Mapping[str, Any]) -> Values:
+    """The scalar values of a snapshot (its ``to_dict()``) that a curve keeps."""
+    metrics = snap.get("metrics") or {}
+    return {k: metrics[k] for k in curve_keys(metrics)}
+
+
+def binned_values(snap: Mapping[str, Any]) -> Values:
+    """The whole-history binned lists of a snapshot that a curve keeps (``{}`` without any).
+
+    >>> binned_values({"binned": {"n": [2, 2], "accuracy": [0.5, 1.0], "window": {}}})
+    {'accuracy': [0.5, 1.0]}
+    """
+    binned = snap.get("binned") or {}
+    return {k: list(binned[k]) for k in BINNED_METRICS if isinstance(binned.get(k), list)}
+
+
+def _width(values: Mapping[str, Values]) -> int:
+    """How many values one point holds (a list counts its length)."""
+    return sum(len(x) if isinstance(x, list) else 1 for v in values.values() for x in v.values())
+
+
 @dataclass
 class _Point:
     """All learners' values after ``n_labelled`` labels."""
@@ -83,7 +134,7 @@ class _Point:
     ts: float | None
     pending: float | None
     index: int  # position among the periodic snapshots (-1: the final one)
-    values: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    values: dict[str, Values] = field(default_factory=dict)
 
 
 class CurveRecorder:
@@ -91,14 +142,28 @@ class CurveRecorder:
 
     Feed it every snapshot the experiment emits (:meth:`add` or
     :meth:`extend`), in emission order; :meth:`block` gives the block, or
-    ``None`` when no snapshot was seen.
+    ``None`` when no snapshot was seen. ``select`` picks a snapshot's values;
+    the binned curves are a second recorder inside, selecting
+    :func:`binned_values` under ``max_binned_values`` (``0``: no binned curves).
     """
 
-    def __init__(self, max_points: int = MAX_POINTS, max_values: int = MAX_VALUES) -> None:
+    select: Callable[[Mapping[str, Any]], Values] = staticmethod(curve_values)
+    _binned: CurveRecorder | None = None  # absent from recorders pickled before binned curves
+
+    def __init__(
+        self,
+        max_points: int = MAX_POINTS,
+        max_values: int = MAX_VALUES,
+        max_binned_values: int = MAX_BINNED_VALUES,
+        select: Callable[[Mapping[str, Any]], Values] = curve_values,
+    ) -> None:
         if max_points < 2:
             raise ValueError(f"max_points must be >= 2, got {max_points}")
         self.max_points = max_points
         self.max_values = max_values
+        self.select = select
+        if max_binned_values > 0:
+            self._binned = CurveRecorder(max_points, max_binned_values, 0, binned_values)
         self.stride = 1
         self._points: list[_Point] = []
         self._n_periodic = 0
@@ -121,6 +186,8 @@ class CurveRecorder:
         kind = snap.get("kind")
         if kind not in ("periodic", "final") or "learner" not in snap:
             return
+        if self._binned is not None:
+            self._binned.add(snap)
         n = int(snap["n_labelled"])
         if n < self._last_n:
             return
@@ -142,7 +209,7 @@ class CurveRecorder:
             self._points.append(point)
         else:
             point.index = min(point.index, self._last_index)
-        point.values[str(snap["learner"])] = {k: metrics[k] for k in curve_keys(metrics)}
+        point.values[str(snap["learner"])] = self.select(snap)
         self._thin()
 
     def _keeps(self, index: int) -> bool:
@@ -159,8 +226,15 @@ class CurveRecorder:
     def _too_big(self) -> bool:
         if len(self._points) > self.max_points:
             return True
-        width = sum(len(v) for v in self._points[-1].values.values()) + 3
+        width = _width(self._points[-1].values) + 3
         return len(self._points) * width > self.max_values
+
+    def _binned_fits(self) -> bool:
+        """Whether the binned curves keep within their budget (two points always stay,
+        so a point wider than half the budget cannot)."""
+        rec = self._binned
+        assert rec is not None
+        return sum(_width(p.values) + 3 for p in rec._points) <= rec.max_values
 
     def _thin(self) -> None:
         """Keep every other periodic point while there are too many values."""
@@ -169,7 +243,10 @@ class CurveRecorder:
             self._points = [p for p in self._points if self._keeps(p.index)]
 
     def block(self) -> dict[str, Any] | None:
-        """The ``curves`` block, or ``None`` without any snapshot."""
+        """The ``curves`` block, or ``None`` without any snapshot.
+
+        Its ``binned`` entry is there when some snapshot carried binned values.
+        """
         if not self._points:
             return None
         learners: list[str] = []
@@ -182,7 +259,7 @@ class CurveRecorder:
                 for k in values:
                     if k not in keys[learner]:
                         keys[learner].append(k)
-        return {
+        block: dict[str, Any] = {
             "n_labelled": [p.n_labelled for p in self._points],
             "ts": [p.ts for p in self._points],
             "pending": [p.pending for p in self._points],
@@ -195,16 +272,52 @@ class CurveRecorder:
                 for learner in learners
             },
         }
+        binned = self._binned.block() if self._binned is not None else None
+        if binned is not None and any(binned["learners"].values()) and self._binned_fits():
+            block["binned"] = binned
+        return block
 
 
 def curves_from_snapshots(
-    snapshots: Iterable[Any], max_points: int = MAX_POINTS, max_values: int = MAX_VALUES
+    snapshots: Iterable[Any],
+    max_points: int = MAX_POINTS,
+    max_values: int = MAX_VALUES,
+    max_binned_values: int = MAX_BINNED_VALUES,
 ) -> dict[str, Any] | None:
     """The ``curves`` block of a sequence of snapshots (objects or ``metrics`` messages).
 
     Use it on the messages read from the ``metrics`` topic of a stream, or on
     the outputs of :func:`streameval.pipeline.evaluate.evaluate`'s ``on_output``.
     """
-    rec = CurveRecorder(max_points, max_values)
+    rec = CurveRecorder(max_points, max_values, max_binned_values)
     rec.extend(snapshots)
     return rec.block()
+
+
+def bins_at(curves: Mapping[str, Any], n_labelled: int) -> tuple[int, dict[str, Values]]:
+    """The binned values as they stood after ``n_labelled`` labels: the last kept point
+    of ``curves["binned"]`` at or before ``n_labelled``, as ``(its label count,
+    {learner: {metric: B + 2 values}})``.
+
+    Raises ``ValueError`` when the curves have no binned values or none that early.
+
+    >>> curves = {"binned": {"n_labelled": [10, 20], "learners": {"nb": {"accuracy": [
+    ...     [0.5, 0.6, 0.7], [0.55, 0.65, 0.75]]}}}}
+    >>> bins_at(curves, 15)
+    (10, {'nb': {'accuracy': [0.5, 0.6, 0.7]}})
+    """
+    binned = curves.get("binned")
+    if not binned or not binned.get("n_labelled"):
+        raise ValueError(
+            "these results have no binned curves: run with --reeval-k K and --snapshot-every N"
+        )
+    counts = binned["n_labelled"]
+    kept = [i for i, n in enumerate(counts) if n <= n_labelled]
+    if not kept:
+        raise ValueError(f"no binned point at or before {n_labelled} labels (first: {counts[0]})")
+    i = kept[-1]
+    learners = {
+        learner: {k: series[i] for k, series in values.items() if series[i] is not None}
+        for learner, values in binned["learners"].items()
+    }
+    return counts[i], learners

@@ -106,8 +106,19 @@ def binned_table(results: dict[str, Any], metric: str = "accuracy") -> str:
     )
 
 
-def diagnostics_table(diag: dict[str, Any]) -> str:
-    """The temporal-dependence diagnostics of a stream, as text."""
+#: The two readings of the temporal-dependence paper's ``Delta(l)`` (sect. 6.8) a table prints.
+DELTA_READINGS = ("formula", "paper")
+
+
+def diagnostics_table(diag: dict[str, Any], delta_reading: str = "formula") -> str:
+    """The temporal-dependence diagnostics of a stream, as text.
+
+    ``delta_reading``: ``formula`` prints ``Delta(l)``, ``l = 0..L``, as sect. 6.8's formula
+    reads (negative for positive dependence); ``paper`` prints ``l = 1..L+1`` as the
+    paper's text and numbers use it (positive for positive dependence).
+    """
+    if delta_reading not in DELTA_READINGS:
+        raise ValueError(f"delta reading {delta_reading!r}: one of {', '.join(DELTA_READINGS)}")
     lines = [
         f"labels: {diag.get('n', 0):,}",
         "priors: " + ", ".join(f"{k}={v:.4f}" for k, v in diag.get("priors", {}).items()),
@@ -131,7 +142,12 @@ def diagnostics_table(diag: dict[str, Any]) -> str:
                 "  " + str(r).rjust(9) + "".join(fmt(transition[r].get(c), 9) for c in labels)
             )
     delta = diag.get("delta") or {}
-    if delta:
+    if delta_reading == "paper" and delta:
+        delta = diag.get("delta_paper") or {}
+        lines.append("Delta(l), l = 1..L+1 (the paper's reading: gain of the l-th previous label):")
+        for label, values in delta.items():
+            lines.append(f"  {label}: " + " ".join(fmt(v, 8) for v in values))
+    elif delta:
         lines.append("Delta(l), l = 0..L (l=0: prior vs first order):")
         for label, values in delta.items():
             lines.append(f"  {label}: " + " ".join(fmt(v, 8) for v in values))

@@ -22,15 +22,21 @@ of :mod:`streameval.pipeline.events`).
     The label at event time ``ts_i + S`` (seconds). With features first at
     equal times, ``time:S`` equals ``N`` whenever instances are evenly spaced
     by ``S / N`` seconds.
+``day-ahead``
+    Day-ahead forecasting, the delayed-labelling paper's Electricity setting
+    (sect. 5.1, *Electricity*): the features of every half-hour of day ``k``
+    are released together at the midnight starting day ``k - 1``, and the
+    label of a half-hour arrives at its end, so an instance waits between one
+    day and a half-hour and two days (:class:`DayAheadDelay`). Unlike the other
+    models it moves the features' event time, not only the label's.
 ``natural``
     The delay of the dataset's own setting (:attr:`Dataset.natural_delay`):
 
     * electricity: one day, ``time:86400``, i.e. 48 half-hour periods later,
       the same schedule as ``48`` thanks to the features-first rule. This is
       the day-ahead setting of the delayed-labelling paper (sect. 5.1,
-      *Electricity*), simplified to a constant 24 hours: there the features
-      of a whole day are released together and the latency varies between
-      one and two days;
+      *Electricity*), simplified to a constant 24 hours; ``day-ahead`` is
+      the paper's own, with latencies between one and two days;
     * covtype: ``1000`` instances, as in the same paper (sect. 5.1, *Forest
       cover type*: no natural delay, 1000 instances simulated);
     * airlines: the flight's arrival, ``ts_i + Length_i * 60`` (``Length`` is
@@ -66,7 +72,8 @@ if TYPE_CHECKING:
 
 ALLOWED_FORMS = (
     "0, N (label after the features of the instance N positions later), "
-    "time:S (label S seconds of event time later) or natural (the dataset's own delay)"
+    "time:S (label S seconds of event time later), day-ahead (features a day ahead, "
+    "label at the half-hour's end) or natural (the dataset's own delay)"
 )
 
 
@@ -93,11 +100,17 @@ class InstanceDelay(DelayModel):
 
 
 class EventTimeDelay(DelayModel):
-    """A delay expressed in event time: the label is due at :meth:`due`."""
+    """A delay expressed in event time: the features are released at :meth:`release`,
+    the label is due at :meth:`due`."""
 
     @abstractmethod
     def due(self, instance: Instance) -> float:
         """Event time of the label of ``instance`` (never before ``instance.ts``)."""
+
+    def release(self, instance: Instance) -> float:
+        """Event time of the features of ``instance``: its own ``ts``, unless the model
+        releases them earlier (never later, and never decreasing along the stream)."""
+        return instance.ts
 
 
 @dataclass(frozen=True)
@@ -160,8 +173,43 @@ class LabelTimeDelay(EventTimeDelay):
         return "label_time"
 
 
+@dataclass(frozen=True)
+class DayAheadDelay(EventTimeDelay):
+    """Day-ahead forecasting: the features of every period of day ``k`` are released
+    together at the start of day ``k - 1``; the label of a period arrives at its end.
+
+    The Electricity setting of the delayed-labelling paper (sect. 5.1): instances of day
+    ``d + 2`` become available after the midnight starting day ``d + 1``, and the label of
+    half-hour ``i`` arrives ``i * 30`` minutes into day ``d + 2``. An instance starting
+    at ``ts`` (``p`` periods into its day) waits ``day + (p + 1) * period``: between one
+    day and a period and two days. Day 0 is released one day before the stream's
+    first ``ts`` (negative event time when the stream starts at 0).
+
+    >>> from streameval.pipeline.streams.base import Instance
+    >>> d, inst = DayAheadDelay(), Instance("0", 2 * 86400 + 3 * 1800.0, {}, "UP")
+    >>> d.release(inst) / 86400, (d.due(inst) - d.release(inst)) / 3600
+    (1.0, 26.0)
+    """
+
+    day: float = 86_400.0
+    period: float = 1_800.0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.period <= self.day and math.isfinite(self.day)):
+            raise SpecError(f"day-ahead needs 0 < period <= day, got {self.period}, {self.day}")
+
+    def release(self, instance: Instance) -> float:
+        return (math.floor(instance.ts / self.day) - 1) * self.day
+
+    def due(self, instance: Instance) -> float:
+        return instance.ts + self.period
+
+    def __str__(self) -> str:
+        return "day-ahead"
+
+
 def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:
-    """Resolve a delay spec: ``0``, ``N``, ``time:S`` or ``natural``.
+    """Resolve a delay spec: ``0``, ``N``, ``time:S``, ``day-ahead`` or ``natural``.
 
     ``natural`` needs ``dataset`` and a dataset that has a natural delay.
     Anything else raises :class:`~streameval.pipeline.spec.SpecError` (a ``ValueError``)
@@ -171,6 +219,8 @@ def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:
     (InstanceDelay(n=0), TimeDelay(seconds=90.5))
     """
     text = str(spec).strip()
+    if text == "day-ahead":
+        return DayAheadDelay()
     if text == "natural":
         if dataset is None:
             raise SpecError("delay 'natural' needs a dataset")

@@ -18,8 +18,10 @@ time, then by instance order), never the features of past instances.
   on every stream). The
   labels of the last ``N`` instances are released after the last features,
   at the last event time, in stream order.
-* :class:`~streameval.pipeline.streams.delay.EventTimeDelay`: the label is due at
-  ``delay.due(instance)`` (never before the instance's own ``ts``) and is
+* :class:`~streameval.pipeline.streams.delay.EventTimeDelay`: the features are
+  released at ``delay.release(instance)`` (the instance's own ``ts`` except for
+  ``day-ahead``), the label is due at ``delay.due(instance)`` (never before the
+  release) and is
   released before the first feature event with a later event time; labels
   still pending after the last instance follow in due order.
 
@@ -65,7 +67,7 @@ def replay_schedule(
     last_event_ts = 0.0
     push, pop = heapq.heappush, heapq.heappop
     for inst in instances:
-        ts = inst.ts
+        ts = inst.ts if timed is None else timed.release(inst)
         if last_ts is not None and ts < last_ts:
             raise ValueError(
                 f"instance {inst.id} has ts {ts} < {last_ts}: event time must not decrease"

@@ -31,8 +31,10 @@ Names and parameters (``name[k=v,...]``, defaults in brackets):
     (sect. 5.1): ``n`` [10000], four drifts at ``drift_at``
     [2000/4000/6000/8000, i.e. every n/5], ``width`` [400].
 ``led``
-    river ``LED``: ``n``, ``seed``, ``noise`` [0.1] (each segment inverted
-    with probability 10%), ``irrelevant`` [true] (17 irrelevant features).
+    river ``LED``: ``n``, ``seed``, ``noise`` [0.1], ``irrelevant`` [true]
+    (17 irrelevant features). River inverts a segment when
+    ``0.01 + U <= noise`` (``U`` uniform on [0, 1)), so with probability
+    ``noise - 0.01``: 9% at the default 0.1, none below 0.01.
     Natural delay 1000 instances (sect. 5.1).
 ``led_drift``
     LED with 17 irrelevant features and abrupt switches at ``drift_at``

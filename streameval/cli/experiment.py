@@ -21,6 +21,7 @@ learner specs: nochange, majority, majority[window=W], nb, ht, hat, knn, arf,
   wrappers as prefixes: ta:ht (l=1 past label), ta3:ht (l=3), ta2[fill=predicted]:nb,
   tc:nb (temporal correction), tc[alpha=0.01]:ht; regression: mean, linreg, htr.
 delay specs: 0 | N (label N instances later) | time:S (S seconds of event time) |
+  day-ahead (a day's features at the midnight a day ahead, labels at each half-hour's end) |
   natural (electricity: one day; airlines: landing time; covtype: 1000 instances).
 datasets: electricity, covtype, airlines (from $STREAMEVAL_DATA_DIR), synthetic
   sea, hyperplane, agrawal, led, markov[p_stay=0.9], ... (see docs).
@@ -38,7 +39,9 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
         help="dataset spec: electricity, sea[n=20000], csv:PATH[...], arff:PATH[...]",
     )
     g.add_argument("--limit", type=int, default=None, help="use only the first N instances")
-    g.add_argument("--delay", default="0", help="label delay: 0, N, time:S or natural (default 0)")
+    g.add_argument(
+        "--delay", default="0", help="label delay: 0, N, time:S, day-ahead or natural (default 0)"
+    )
     g.add_argument(
         "--stream-id", default=None, help="stream id in outputs (default: the dataset spec)"
     )

@@ -60,7 +60,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         diag.update(y)
     result = diag.get()
     print(f"{args.dataset}:")
-    print(diagnostics_table(result))
+    print(diagnostics_table(result, args.delta))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-lag", type=int, default=5, help="Delta(l) for l = 0..L (default 5)")
     p.add_argument("--quick-n", type=int, default=100, help="size of the quick test sample")
+    p.add_argument(
+        "--delta",
+        choices=("formula", "paper"),
+        default="formula",
+        help="Delta(l) as the temporal-dependence paper's formula reads (l = 0..L, negative "
+        "for positive dependence; default) or as its text uses it (l = 1..L+1, positive)",
+    )
     p.add_argument("--json", default=None, metavar="FILE", help="write the diagnostics JSON here")
     p.set_defaults(handler=cmd_diagnose)
 
