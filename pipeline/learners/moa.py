@@ -87,9 +87,8 @@ def _jvm() -> Any:
     with _lock:
         if _java is None:
             try:
-                import jpype  # noqa: F401  (a dependency of capymoa)
-
                 import capymoa  # noqa: F401  (starts the JVM with moa.jar)
+                import jpype  # noqa: F401  (a dependency of capymoa)
             except ImportError as e:
                 raise MOAUnavailable(
                     f"moa: learners need the moa extra ({_INSTALL}): {e}"
@@ -285,10 +284,9 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             self._build_header(x)
         code = self._class_code(y)
         last, self._last = self._last, None
-        if last is not None and last[0] == x:  # predicted just before: reuse its instance
-            inst = last[1]
-        else:
-            inst = self._instance(self._row(x))
+        # predicted just before (test-then-train): its instance is reused
+        fresh = last is None or last[0] != x
+        inst = self._instance(self._row(x)) if fresh else last[1]  # type: ignore[index]
         inst.setClassValue(float(code))
         self._learner.trainOnInstance(inst)
 
@@ -329,10 +327,8 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         top = max(votes)
         best = votes.index(top)
         total = math.fsum(votes)
-        if total > 0 and math.isfinite(total):
-            probs = [v / total for v in votes]
-        else:
-            probs = [1.0 / k] * k
+        scored = total > 0 and math.isfinite(total)
+        probs = [v / total for v in votes] if scored else [1.0 / k] * k
         if k > 1:
             rival = max(p for j, p in enumerate(probs) if j != best)
             if probs[best] <= rival:
