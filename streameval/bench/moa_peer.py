@@ -67,12 +67,18 @@ def arff_text(instances: Sequence[Instance]) -> str:
 
 
 def capymoa_prequential(
-    instances: Sequence[Instance], learner: str, arff: Path, *, optimise: bool = True
+    instances: Sequence[Instance],
+    learner: str,
+    arff: Path,
+    *,
+    optimise: bool = True,
+    window: int = 1000,
 ) -> dict[str, Any]:
     """CapyMOA's ``prequential_evaluation`` of MOA's ``learner`` (a key of
     :data:`~streameval.pipeline.learners.moa.MOA_CLASSIFIERS`, default options) on
     ``instances``: its accuracy (a fraction), its predictions (labels, ``None`` for
-    none) and the seconds of the evaluation alone (writing the ARFF excluded)."""
+    none) and the seconds of the evaluation alone (writing the ARFF excluded; ``window``
+    sizes CapyMOA's windowed evaluator, which runs alongside)."""
     import time
 
     from capymoa.base import MOAClassifier
@@ -87,7 +93,7 @@ def capymoa_prequential(
     model = MOAClassifier(_jvm().JClass(MOA_CLASSIFIERS[learner]), schema=schema)
     start, cpu = time.perf_counter(), time.process_time()
     results = prequential_evaluation(
-        stream, model, store_predictions=True, optimise=optimise, window_size=len(instances)
+        stream, model, store_predictions=True, optimise=optimise, window_size=window
     )
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     labels = [str(v) for v in schema.get_label_values()]

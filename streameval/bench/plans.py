@@ -24,6 +24,9 @@ TARGETS = {
     "memory proportional to pending instances",
     "6": "throughput of 1, 2, 4 concurrent streams on one worker and of two workers on "
     "two partitions (a curve, no threshold)",
+    "moa": "issue 15 target 4: evaluate with moa:NaiveBayes and moa:HoeffdingTree >= 0.8 x "
+    "CapyMOA's prequential_evaluation of the same MOA learner on the same stream, same "
+    "accuracy to 4 decimals (with River's bare loop and progressive_val_score as peers)",
 }
 
 
@@ -44,6 +47,7 @@ class Plan:
     curve_limit: int | None  # target 6, instances of electricity per stream
     curve_streams: tuple[int, ...] = (1, 2, 4)
     timeout: float = 3600.0
+    moa_stream: tuple[str, int | None] = ("electricity", None)  # (dataset, limit), target moa
 
     @property
     def cov_label(self) -> str:
@@ -67,6 +71,7 @@ PLANS = {
         curve_limit=500,
         curve_streams=(1, 2),
         timeout=300.0,
+        moa_stream=("electricity", 2000),
     ),
     "default": Plan(
         mode="default",
