@@ -9,7 +9,9 @@ own Java loop, :mod:`streameval.bench.moa_peer`), measured in the same run:
   ``>= 0.8`` and the same accuracy to 4 decimals;
 * streameval ``evaluate`` with its own ``nb`` / ``ht`` (River inside);
 * River's ``progressive_val_score`` with ``GaussianNB`` / ``HoeffdingTreeClassifier``;
-* River's bare loop: ``predict_proba_one`` then ``learn_one``, no metric.
+* River's bare loop: ``predict_proba_one`` then ``learn_one``, no metric;
+* the same bare loop over streameval's ``moa:`` learner: what the adapter (one
+  instance per call into Java) costs without the experiment around it.
 
 The JVM is started before the clock in the children that use MOA (CapyMOA's
 ``import`` starts it; streameval's child starts it the same way), so neither side pays
@@ -50,16 +52,26 @@ def child_capymoa(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_river_loop(job: dict[str, Any]) -> dict[str, Any]:
-    """River's bare test-then-train loop (no metric), timed around loading and the loop."""
-    from river import base as river_base
-
+    """River's bare test-then-train loop (no metric), timed around loading and the loop;
+    with ``job["moa"]``, the same loop over streameval's ``moa:`` learner (the adapter's
+    cost alone, the JVM started before the clock)."""
     from streameval.bench.target1 import _peer_converter, _river_model
     from streameval.pipeline.streams.datasets import load
 
+    if job.get("moa"):
+        from streameval.pipeline.learners.moa import _jvm
+
+        _jvm()
+
     def run() -> tuple[int, int]:
         dataset = load(job["dataset"], data_dir=job.get("data_dir"))
-        convert, _ = _peer_converter(dataset)
-        model: river_base.Classifier = _river_model(job["learner"])
+        if job.get("moa"):
+            from streameval.pipeline.learners.spec import build_learner
+
+            convert, model = None, build_learner(job["learner"], context=None)
+        else:
+            convert, _ = _peer_converter(dataset)
+            model = _river_model(job["learner"])
         n = hits = 0
         for inst in dataset.iter_instances(job.get("limit")):
             x = convert(inst.x) if convert else inst.x
@@ -116,6 +128,16 @@ def plan_target_moa(b: Bench, plan: Plan) -> Callable[[], list[Row]]:
                 f"moa river bare loop {ours} {dataset}",
                 {"kind": "river_loop", "dataset": dataset, "limit": limit, "learner": ours},
             ),
+            "moa_loop": b.declare(
+                f"moa bare loop moa:{moa_name} {dataset}",
+                {
+                    "kind": "river_loop",
+                    "moa": True,
+                    "dataset": dataset,
+                    "limit": limit,
+                    "learner": f"moa:{moa_name}",
+                },
+            ),
         }
         cases.append((ours, moa_name, river_name, peer, runs))
     b.run_reps([m for c in cases for m in (c[3], *c[4].values())], plan.reps)
@@ -130,6 +152,7 @@ def plan_target_moa(b: Bench, plan: Plan) -> Callable[[], list[Row]]:
                 ours: f"evaluate {ours} (River inside), window(1000)",
                 "pvs": f"River progressive_val_score {river_name}",
                 "loop": f"River bare loop {river_name} (predict_proba_one + learn_one)",
+                "moa_loop": f"bare loop of streameval's moa:{moa_name} (the adapter alone)",
             }
             for j, (key, m) in enumerate(runs.items()):
                 rid = f"m{i + 1}{chr(ord('a') + j)}"
