@@ -122,6 +122,32 @@ MODELS: dict[str, ModelCost] = {
         64 * KiB, size_param="n_models", size_default=10, per_unit=3 * MiB, work_per_unit=6
     ),
 }
+#: MOA's classifiers (``moa:NAME``) as their river kin; ensembles by MOA's own sizes
+#: (``-s``: 100 trees for ARF and SRP, 10 for the bagging ensembles), kNN by its window
+#: (``-w``). The JVM itself (~100 MiB, once per process) is not a per-experiment cost.
+MOA_MODELS: dict[str, ModelCost] = {
+    "NaiveBayes": MODELS["nb"],
+    "HoeffdingTree": _TREE,
+    "HoeffdingAdaptiveTree": _TREE,
+    "EFDT": _TREE,
+    "AdaptiveRandomForest": ModelCost(
+        64 * KiB, size_param="s", size_default=100, per_unit=3 * MiB, work_per_unit=6
+    ),
+    "StreamingRandomPatches": ModelCost(
+        64 * KiB, size_param="s", size_default=100, per_unit=3 * MiB, work_per_unit=6
+    ),
+    "OzaBag": ModelCost(
+        64 * KiB, size_param="s", size_default=10, per_unit=2 * MiB, work_per_unit=4
+    ),
+    "LeveragingBag": ModelCost(
+        64 * KiB, size_param="s", size_default=10, per_unit=3 * MiB, work_per_unit=6
+    ),
+    "kNN": ModelCost(
+        64 * KiB, size_param="w", size_default=1000, per_unit=1 * KiB, work_per_unit=1
+    ),
+    "MajorityClass": MODELS["nochange"],
+    "NoChange": MODELS["nochange"],
+}
 #: A model this table does not know (registered by the operator, or imported).
 UNKNOWN_MODEL = ModelCost(8 * MiB, work=16)
 
@@ -170,12 +196,17 @@ def learner_cost(spec: str) -> tuple[int, int]:
 
     >>> learner_cost("arf[n_models=100]")[0] // MiB, learner_cost("ta3:ht")[0] // KiB
     (300, 2049)
+    >>> learner_cost("moa:AdaptiveRandomForest[s=10]") == learner_cost("arf")
+    True
     """
     try:
         *wrappers, model = split_wrappers(spec)
     except SpecError:
         return UNKNOWN_MODEL.bytes, UNKNOWN_MODEL.work
-    entry = MODELS.get(model.name, UNKNOWN_MODEL)
+    table = MODELS
+    if wrappers and wrappers[-1].name == "moa":  # moa:NAME[options]: one model
+        wrappers, table = wrappers[:-1], MOA_MODELS
+    entry = table.get(model.name, UNKNOWN_MODEL)
     size = _int(model.params, entry.size_param, entry.size_default)
     memory = entry.bytes + size * entry.per_unit
     work = entry.work + size * entry.work_per_unit

@@ -46,7 +46,7 @@ __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "LearnerRegistry", "register"]
 
 ENTRY_POINT_GROUP = "streameval.learners"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_RESERVED = re.compile(r"^(ta[0-9]*|tc|import)$")
+_RESERVED = re.compile(r"^(ta[0-9]*|tc|import|moa)$")
 
 
 def _import(path: str) -> Any:

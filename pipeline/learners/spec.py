@@ -5,6 +5,9 @@ A learner spec is a model, optionally preceded by wrappers (the grammar of
 
 * classification models: ``nochange``, ``majority``, ``nb``, ``ht``, ``hat``,
   ``knn``, ``arf``; regression models: ``linreg``, ``htr``, ``mean``;
+* MOA's classifiers (the ``moa`` extra, :mod:`streameval.pipeline.learners.moa`):
+  ``moa:HoeffdingTree``, ``moa:NaiveBayes``, ``moa:AdaptiveRandomForest[s=10]``, ...,
+  MOA's command-line options by letter or name in the brackets;
 * wrappers (classification): ``ta`` / ``ta<l>`` (Temporally Augmented with
   ``l`` previous labels, ``n_labels=l``, 1 by default; parameter ``fill``) and
   ``tc`` (Temporal Correction; parameter ``alpha``), which nest: ``ta:tc:nb``.
@@ -259,6 +262,8 @@ _TA_PARAMS: dict[str, Rule] = {"fill": one_of("received", "predicted")}
 _TC_PARAMS: dict[str, Rule] = {"alpha": UNIT}
 _WRAPPERS_HELP = "wrappers: ta, ta<l> (e.g. ta3), tc"
 _IMPORT = "import"
+_MOA = "moa"
+_MOA_HELP = "moa:CLASS[option=value,...], e.g. moa:HoeffdingTree[g=50] (MOA's -g 50)"
 #: The most lags ``ta<l>`` may ask for (sect. 6.8 finds nothing to gain beyond 2).
 MAX_LAGS = 1000
 
@@ -307,10 +312,28 @@ def _is_wrapper(component: Component) -> bool:
     return component.name == "tc" or _TA.match(component.name) is not None
 
 
+def _join_moa(components: list[Component]) -> list[Component]:
+    """``moa`` followed by ``CLASS[options]`` as one model component ``moa:CLASS``.
+
+    >>> [str(c) for c in _join_moa(split_wrappers("ta:moa:HoeffdingTree[g=50]"))]
+    ['ta', 'moa:HoeffdingTree[g=50]']
+    """
+    if len(components) < 2 or components[-2].name != _MOA:
+        return components
+    prefix, model = components[-2], components[-1]
+    if prefix.params:
+        raise SpecError(f"moa takes no parameters: put MOA's options on the class, {_MOA_HELP}")
+    return [*components[:-2], Component(f"{_MOA}:{model.name}", dict(model.params))]
+
+
 def _split(spec: str, task: str) -> tuple[list[Component], Component]:
     """Wrappers (outermost first) and model of ``spec``, names checked."""
-    components = split_wrappers(spec)
+    components = _join_moa(split_wrappers(spec))
     *wrappers, model = components
+    if model.name == _MOA:
+        raise SpecError(f"{spec!r} names no MOA class: {_MOA_HELP}")
+    if model.name.startswith(_MOA + ":"):
+        return _split_moa(spec, task, wrappers, model)
     models = _models(task)
     allowed = ", ".join(sorted(models))
     for w in wrappers:
@@ -330,6 +353,26 @@ def _split(spec: str, task: str) -> tuple[list[Component], Component]:
             f"unknown {task} learner {model.name!r} in {spec!r} "
             f"(allowed: {allowed}{also}; {_WRAPPERS_HELP}; import[path=...] if allowed locally)"
         )
+    return wrappers, model
+
+
+def _split_moa(
+    spec: str, task: str, wrappers: list[Component], model: Component
+) -> tuple[list[Component], Component]:
+    """The checks of :func:`_split` for a ``moa:CLASS`` model (its options are MOA's to check)."""
+    from streameval.pipeline.learners.moa import MOA_CLASSIFIERS
+
+    if task != "classification":
+        raise SpecError(f"{spec!r}: moa: learners are classifiers, task is {task!r}")
+    name = model.name.split(":", 1)[1]
+    if name not in MOA_CLASSIFIERS:
+        raise SpecError(
+            f"unknown MOA classifier {name!r} in {spec!r} "
+            f"(allowed: {', '.join(sorted(MOA_CLASSIFIERS))})"
+        )
+    for w in wrappers:
+        if not _is_wrapper(w):
+            raise SpecError(f"{w.name!r} in {spec!r} is not a wrapper ({_WRAPPERS_HELP})")
     return wrappers, model
 
 
@@ -377,6 +420,10 @@ def _import_model(component: Component, task: str, allow_import: bool) -> Any:
 def _build_model(component: Component, task: str, seed: int, allow_import: bool) -> Any:
     if component.name == _IMPORT:
         return _import_model(component, task, allow_import)
+    if component.name.startswith(_MOA + ":"):
+        from streameval.pipeline.learners.moa import MOAClassifier
+
+        return MOAClassifier(component.name.split(":", 1)[1], dict(component.params), seed)
     if component.name not in _models(task):
         return REGISTRY.build(component.name, dict(component.params), task)
     entry = _models(task)[component.name]

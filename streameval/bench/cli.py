@@ -23,6 +23,7 @@ from streameval.bench.rows import Row
 from streameval.bench.speed import plan_speed2
 from streameval.bench.target1 import plan_target1
 from streameval.bench.target6 import plan_target6
+from streameval.bench.target_moa import plan_target_moa
 from streameval.bench.targets23 import plan_kafka
 from streameval.bench.targets45 import plan_targets45
 
@@ -50,7 +51,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="T",
-        help="run only these targets (1..6, repeatable or comma-separated)",
+        help="run only these targets (1..6, moa; repeatable or comma-separated)",
     )
     p.add_argument(
         "--out",
@@ -132,6 +133,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             builders.append(plan_targets45(bench, plan))
         if "s2" in targets:
             builders.append(plan_speed2(bench, plan))
+        if "moa" in targets:
+            builders.append(plan_target_moa(bench, plan))
         if any(t in targets for t in ("2", "3", "6")):
             from streameval.agents.broker import EmbeddedBroker, wait_for_broker
             from streameval.agents.config import KafkaSettings
@@ -158,7 +161,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     for build in builders:
         rows.extend(build())
-    order = {"1": 1, "2": 2, "ref": 3, "3": 3, "4": 4, "5": 5, "6": 6, "s2": 7}
+    order = {"1": 1, "2": 2, "ref": 3, "3": 3, "4": 4, "5": 5, "6": 6, "s2": 7, "moa": 8}
     rows.sort(key=lambda r: order.get(r.target, 9))  # stable: a reference before its rows
     wall = time.perf_counter() - bench.started
     doc = {

@@ -83,7 +83,7 @@ class Bench:
 
     def run_one(self, m: Measured, note: str) -> None:
         job = dict(m.job)
-        if self.profile_dir is not None and job["kind"] in ("evaluate", "river"):
+        if self.profile_dir is not None and job["kind"] in ("evaluate", "river", "river_loop"):
             name = "".join(c if c.isalnum() else "_" for c in m.label)[:80]
             job["profile"] = str(self.profile_dir / f"{name}.txt")
         job.setdefault("timeout", max(30.0, self.timeout - 60.0))  # inner waits end first

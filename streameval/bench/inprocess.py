@@ -17,6 +17,10 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
     from streameval.pipeline.config import ExperimentConfig
 
     config = ExperimentConfig.from_dict(job["config"])
+    if job.get("warm_jvm"):  # moa: learners: the JVM starts before the clock, as CapyMOA's
+        from streameval.pipeline.learners.moa import _jvm
+
+        _jvm()
     if job.get("sample_buffer"):
         return _evaluate_sampled(config, job)
     from streameval.pipeline.evaluate import evaluate_config

@@ -26,6 +26,9 @@ TARGETS = {
     "two partitions (a curve, no threshold)",
     "s2": "issue 15 speed target 2: evaluate with the two baselines, every metric, window "
     "and fading, >= 300,000 labelled instances/s in-process on electricity",
+    "moa": "issue 15 target 4: evaluate with moa:NaiveBayes and moa:HoeffdingTree >= 0.8 x "
+    "CapyMOA's prequential_evaluation of the same MOA learner on the same stream, same "
+    "accuracy to 4 decimals (with River's bare loop and progressive_val_score as peers)",
 }
 
 
@@ -46,6 +49,7 @@ class Plan:
     curve_limit: int | None  # target 6, instances of electricity per stream
     curve_streams: tuple[int, ...] = (1, 2, 4)
     timeout: float = 3600.0
+    moa_stream: tuple[str, int | None] = ("electricity", None)  # (dataset, limit), target moa
 
     @property
     def cov_label(self) -> str:
@@ -69,6 +73,7 @@ PLANS = {
         curve_limit=500,
         curve_streams=(1, 2),
         timeout=300.0,
+        moa_stream=("electricity", 2000),
     ),
     "default": Plan(
         mode="default",

@@ -1,0 +1,54 @@
+"""The ``moa`` target of ``streameval bench``: its verdicts, and the River bare loop peer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streameval.bench import cli
+from streameval.bench.harness import Measured
+from streameval.bench.target1 import child_river
+from streameval.bench.target_moa import _row, child_river_loop
+
+
+def _measured(seconds: list[float], accuracy: object) -> Measured:
+    m = Measured("k", {}, "label")
+    m.runs = [{"seconds": s, "cpu_seconds": s, "accuracy": accuracy} for s in seconds]
+    return m
+
+
+def test_the_moa_target_can_be_selected_alone() -> None:
+    assert cli._targets(["moa"]) == ["moa"]
+    assert cli._targets(["1,moa"]) == ["1", "moa"]
+
+
+@pytest.mark.parametrize(
+    ("ours", "acc", "ratio", "result"),
+    [
+        ([2.6, 2.5, 9.0], 0.8123, 0.8, "PASS"),  # median 2.6 vs CapyMOA's 2.08: 0.8
+        ([2.7, 2.7, 2.7], 0.8123, 0.77, "FAIL"),  # too slow
+        ([1.0, 1.0, 1.0], 0.8124, 2.08, "FAIL"),  # fast, but not MOA's accuracy
+    ],
+)
+def test_the_target_needs_the_speed_and_capymoas_accuracy(
+    ours: list[float], acc: float, ratio: float, result: str
+) -> None:
+    peer = _measured([2.08, 1.0, 3.0], 0.81234)
+    row = _row("m1a", "w", "x", 1000, _measured(ours, {"moa:NaiveBayes": acc}), peer, "NaiveBayes",
+               "moa:NaiveBayes")  # fmt: skip
+    assert row.ratio == pytest.approx(ratio, abs=0.005)
+    assert row.result == result
+    peer_row = _row("m1d", "w", "x", 1000, _measured(ours, acc), peer, "NaiveBayes", "loop")
+    assert peer_row.result == "n/a" and peer_row.ratio == row.ratio
+
+
+def test_the_bare_loop_scores_what_progressive_val_score_scores(data_dir: Path) -> None:
+    """Same predictions as River's own loop: River skips the first (empty) prediction,
+    the bare loop counts it as a miss, so their hits are equal."""
+    job = {"dataset": "electricity", "limit": 800, "data_dir": str(data_dir), "delay": "0"}
+    for learner in ("nb", "ht"):
+        loop = child_river_loop({**job, "learner": learner})
+        river = child_river({**job, "learner": learner})
+        assert loop["n_instances"] == 800 and river["n_instances"] == 799
+        assert round(loop["accuracy"] * 800) == round(river["accuracy"] * 799)
