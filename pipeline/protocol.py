@@ -5,22 +5,23 @@ and the Kappa family (``temporal-dependence-evaluation-journal.txt``, sect. 4) l
 some details to the implementation. An :class:`~streameval.pipeline.experiment.Experiment`
 asks its protocol for each of them, so the core has no branch per protocol:
 
-========================  ===========================================  ==========================================
-choice                    ``papers`` (default)                         ``moa`` (the authors' MOA implementation)
-========================  ===========================================  ==========================================
-cold start                an untrained learner abstains (``None``,      it predicts class index 0
-                          never right, in no column of ``P_h``)
-equal event times         features before labels (delay N: instance     labels before features (delay N: instance
-                          ``i`` is first predicted knowing the labels   ``i`` knows the labels up to ``i - N``)
-                          up to ``i - N - 1``)
-re-prediction             at the ``Km``-th label after arrival, by a    at the ``(Km + 1)``-th label, by a model
-                          model that has learned ``Km - 1`` of them     that has learned ``Km`` of them
-a bin's prediction        ``d_D``: the label in force longest over the  MOA's mapping (:mod:`.reeval.moa_bins`);
-                          whole bin; ties to the earliest in force      ties to the lowest class index
-``kappa_m`` reference     the Majority baseline's prediction, made      the majority of the labels so far
-                          before the label is learned                   *including* the one scored (windowed:
-                                                                        inside the window)
-========================  ===========================================  ==========================================
+``papers`` (the default) decides them as :mod:`streameval.pipeline.experiment`
+documents; ``moa`` as the authors' MOA code does:
+
+* cold start -- papers: an untrained learner abstains (``None``: never right, in no
+  column of ``P_h``); moa: it predicts class index 0;
+* equal event times -- papers: features before labels (delay N: instance ``i`` is
+  first predicted knowing the labels up to ``i - N - 1``); moa: labels first (up to
+  ``i - N``);
+* re-prediction -- papers: at the ``Km``-th label after arrival, by a model that has
+  learned ``Km - 1`` of them; moa: at the ``(Km + 1)``-th, by a model that has learned
+  ``Km``;
+* a bin's prediction -- papers: ``d_D``, the label in force longest over the bin, ties
+  to the earliest in force; moa: MOA's mapping (:mod:`.reeval.moa_bins`), ties to the
+  lowest class index;
+* the ``kappa_m`` reference -- papers: the Majority baseline's prediction, made before
+  the label is learned; moa: the majority of the labels so far *including* the one
+  scored (windowed: inside the window), ties to the lowest class index.
 
 "Class index" is the position in the experiment's class order (``config.classes``;
 a built-in dataset gives its own). Under ``moa`` the predictions of every instance are
