@@ -134,3 +134,85 @@ def test_moa_protocol_reproduces_the_papers_cover_type_table(data_dir: Path) -> 
     for spec, printed in table.items():
         accuracy = results["learners"][spec]["binned"]["accuracy"]
         assert [round(100 * accuracy[b], 2) for b in (0, 45, 51)] == printed, spec
+
+
+def test_moa_bins_on_the_papers_layout_hand_computed() -> None:
+    """Delay 1000, K=10, B=50 under moa: re-predictions at +11, +21, ..., +991; bin 1
+    holds one (+11), every other bin two. Bin 45 ([880, 900)) holding 'a' from +871,
+    'b' at +881 and 'a' at +891 weighs a 1 + 9 = 10 against b 10: a tie, to the lowest
+    class index ('a'); bin 1 takes its one re-prediction although the first prediction
+    was in force longer there (11 of 20)."""
+    from streameval.pipeline.reeval.moa_bins import moa_bins
+
+    history = [(0.0, "b")] + [(float(t), "a") for t in range(11, 1000, 10)]
+    history[88] = (881.0, "b")  # entries: 0 the first, m the re-prediction at 10m + 1
+    index = {"a": 0, "b": 1}.__getitem__
+    bins = moa_bins(history, 0.0, 1000.0, 50, index)
+    assert bins[0] == "a" and bins[44] == "a"
+    assert bins[43] == "a"  # [860, 880): a at +861 and +871
+    flipped = [(t, {"a": "b", "b": "a"}[y]) if t else (t, y) for t, y in history]
+    assert moa_bins(flipped, 0.0, 1000.0, 50, index)[44] == "a"  # b 10 against a 10
+
+
+def test_labels_first_at_equal_event_times() -> None:
+    """Under an event-time delay a label due at the time of a later instance comes before
+    its features under moa, after them under papers; a label never precedes its own
+    features (delay 0 stays test-then-train)."""
+    from streameval.pipeline.streams.base import Instance
+    from streameval.pipeline.streams.delay import InstanceDelay, TimeDelay
+    from streameval.pipeline.streams.schedule import replay_schedule
+
+    rows = [Instance(str(i), float(10 * i), {}, "a") for i in range(3)]
+
+    def order(delay, first: bool) -> str:
+        events = replay_schedule("s", rows, delay, labels_first=first)
+        return " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
+
+    assert order(TimeDelay(10), False) == "F0 F1 L0 F2 L1 L2 E"
+    assert order(TimeDelay(10), True) == "F0 L0 F1 L1 F2 L2 E"
+    assert order(InstanceDelay(0), True) == "F0 L0 F1 L1 F2 L2 E"
+    assert order(InstanceDelay(1), True) == "F0 L0 F1 L1 F2 L2 E"
+    assert order(InstanceDelay(1), False) == "F0 F1 L0 F2 L1 L2 E"
+
+
+def test_moa_cold_start_predicts_class_index_zero() -> None:
+    """Untrained, every learner and baseline predicts the first class of the order; MOA
+    scores it like any prediction (here: right once of three), the papers as wrong."""
+    stream = [({"x": 1.0}, "a"), ({"x": 2.0}, "b"), ({"x": 3.0}, "b")]
+    kw = {"delay": 2, "task": "classification"}
+    moa = evaluate(stream, {"nc": NoChange()}, protocol="moa", classes=["a", "b"], **kw)
+    papers = evaluate(stream, {"nc": NoChange()}, **kw)
+    # moa: a (untrained, right), a (untrained), a (label 0 learned before instance 2)
+    assert moa["learners"]["nc"]["accuracy"] == pytest.approx(1 / 3)
+    assert papers["learners"]["nc"]["accuracy"] == 0.0  # features first: None three times
+    with pytest.raises(ValueError, match="class order"):
+        evaluate(stream, {"nc": NoChange()}, protocol="moa", **kw)
+
+
+def test_stop_at_labels_keeps_the_full_waits(data_dir: Path) -> None:
+    """With a delay of 100 and N = 1000 the first 1000 instances are scored with their
+    full waits: the results do not depend on how far the stream runs beyond instance 1100,
+    and differ from a stream cut at 1000 instances, whose last labels come early."""
+
+    def run(limit: int, stop: int | None) -> dict:
+        config = ExperimentConfig(
+            stream="e",
+            learners=["nochange", "majority"],
+            dataset="electricity",
+            delay="100",
+            reeval_k=10,
+            bins=10,
+            limit=limit,
+            stop_at_labels=stop,
+        )
+        r = evaluate_config(config, data_dir=data_dir)
+        return {"learners": r["learners"], "n": r["n_labelled"], "counters": r["counters"]}
+
+    a, b, cut = run(1100, 1000), run(1600, 1000), run(1000, None)
+    assert a["n"] == b["n"] == cut["n"] == 1000
+    assert a["learners"] == b["learners"]
+    assert a["learners"] != cut["learners"]
+    # the 1000th label follows the features of instance 1099: then only counted are the
+    # 100 labels left (b: 500 features more and 600 labels)
+    assert (a["counters"]["after_stop"], b["counters"]["after_stop"]) == (100, 1100)
+    assert a["counters"]["never_labelled"] == 100

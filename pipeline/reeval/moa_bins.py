@@ -67,14 +67,23 @@ def moa_bins(
     ``t1`` the times of its features and of its label; ``index`` a label's class index.
     """
     times, labels = columns(history)
+    n = len(labels)
+    if n == 1:
+        return [labels[0]] * n_bins
+    span = t1 - t0
+    floor = math.floor
+    # each re-prediction's bin, as moa_bin_of computes it
+    bins = (
+        [1] * n if span == 0 else [min(1 + floor((t - t0) / span * n_bins), n_bins) for t in times]
+    )
     out: list[Any] = []
     previous = labels[0]
-    j, n = 1, len(labels)
+    j = 1
     while j < n:
-        b = moa_bin_of(times[j], t0, t1, n_bins)
+        b = bins[j]
         out.extend([previous] * (b - 1 - len(out)))
         k = j + 1
-        while k < n and moa_bin_of(times[k], t0, t1, n_bins) == b:
+        while k < n and bins[k] == b:
             k += 1
         if k - j == 1:
             out.append(labels[j])
@@ -91,6 +100,9 @@ def moa_bins(
 def _longest(in_force: list[Any], points: list[float], index: Callable[[Hashable], int]) -> Any:
     """The label in force longest (``in_force[i]`` from ``points[i]`` to ``points[i+1]``),
     ties to the lowest class index."""
+    first = in_force[0]
+    if in_force.count(first) == len(in_force):  # one label all along (the common case)
+        return first
     weight: dict[Any, float] = {}
     for label, start, end in zip(in_force, points, points[1:], strict=False):
         weight[label] = weight.get(label, 0.0) + (end - start)
