@@ -216,3 +216,44 @@ def test_stop_at_labels_keeps_the_full_waits(data_dir: Path) -> None:
     # 100 labels left (b: 500 features more and 600 labels)
     assert (a["counters"]["after_stop"], b["counters"]["after_stop"]) == (100, 1100)
     assert a["counters"]["never_labelled"] == 100
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_the_worker_honours_protocol_and_stop_at_labels(
+    kafka_settings, kafka_prefix: str, data_dir: Path
+) -> None:
+    """Through the embedded broker and a Faust worker (the experiment message carries
+    ``protocol``, ``classes`` and ``stop_at_labels``), ``run`` gives ``evaluate``'s
+    results number for number."""
+    import uuid
+    from dataclasses import replace
+
+    from streameval.agents.run import run_through_kafka
+    from streameval.agents.topics import ensure_topics
+
+    settings = replace(kafka_settings, topic_prefix=kafka_prefix)
+    ensure_topics(settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix)
+
+    def config(stream: str) -> ExperimentConfig:
+        return ExperimentConfig(
+            stream=stream,
+            learners=["nochange", "majority", "nb"],
+            dataset="electricity",
+            limit=1500,
+            delay="48",
+            reeval_k=10,
+            bins=20,
+            window=500,
+            protocol="moa",
+            stop_at_labels=1400,
+        )
+
+    reference = evaluate_config(config("reference"), data_dir=data_dir)
+    ran = run_through_kafka(
+        config(f"proto-{uuid.uuid4().hex[:6]}"), settings, data_dir=data_dir, inline=False
+    )
+    assert ran["n_labelled"] == reference["n_labelled"] == 1400
+    assert ran["config"]["protocol"] == "moa" and ran["config"]["classes"] == ["DOWN", "UP"]
+    assert ran["learners"] == reference["learners"]
+    assert ran["counters"] == reference["counters"]
