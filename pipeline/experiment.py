@@ -21,6 +21,11 @@ They define ``p_per`` and ``p_maj`` of the kappa family
 (``temporal-dependence-evaluation-journal.txt`` eq. 13, sect. 4.6), so that
 ``kappa_per`` of the No-Change learner and ``kappa_m`` of the Majority learner
 are exactly 0 under any label delay and in every bin.
+
+The details the papers leave open (cold start, order at equal times, the
+re-prediction schedule, the bin mapping, the ``kappa_m`` reference) come from
+``config.protocol`` (:mod:`streameval.pipeline.protocol`): the above is the
+default, ``papers``; ``moa`` follows the authors' MOA code.
 """
 
 from __future__ import annotations
