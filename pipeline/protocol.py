@@ -23,6 +23,10 @@ documents; ``moa`` as the authors' MOA code does:
   the label is learned; moa: the majority of the labels so far *including* the one
   scored (windowed: inside the window), ties to the lowest class index.
 
+The learners' own ties (a Majority baseline's equal counts) still go to the smallest
+label by ``str``, MOA's to the lowest class index: the same whenever the class order is
+sorted, as for every built-in dataset.
+
 "Class index" is the position in the experiment's class order (``config.classes``;
 a built-in dataset gives its own). Under ``moa`` the predictions of every instance are
 kept, not only the changes: MOA's bin mapping counts re-predictions, not time alone.

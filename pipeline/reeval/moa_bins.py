@@ -17,6 +17,12 @@ differently from the time-weighted ``d_D`` of sect. 4.1
 Here a history lists every prediction made (not only the changes): the first one,
 then each re-prediction, with its time.
 
+One detail is not followed: MOA gives an untrained ``MajorityClass`` an empty vote, which
+weighs nothing in a bin of several re-predictions; here an untrained prediction is
+class index 0 (the protocol's cold start) and weighs its time. It can only matter for
+instances that arrive before the first labels; the paper's Cover type figures are
+reproduced exactly all the same.
+
 >>> index = {"a": 0, "b": 1}.__getitem__
 >>> h = [(0, "b"), (3, "a"), (6, "b"), (8, "a")]  # bins of 5: [0, 5), [5, 10)
 >>> moa_bins(h, 0, 10, 2, index)  # bin 1: its one re-prediction; bin 2: a 1 + 2, b 2
