@@ -257,3 +257,25 @@ def test_the_worker_honours_protocol_and_stop_at_labels(
     assert ran["config"]["protocol"] == "moa" and ran["config"]["classes"] == ["DOWN", "UP"]
     assert ran["learners"] == reference["learners"]
     assert ran["counters"] == reference["counters"]
+
+
+def test_moa_memory_estimate_counts_every_kept_prediction() -> None:
+    """Under moa a pending instance keeps every re-prediction of its 3 + 2 histories:
+    the estimate grows by pending (10,000 planned) x 5 x (1000 // 10) x 16 bytes for a
+    delay of 1000, by 10,000 x 5 x 1 x 16 for a delay of 10."""
+    from streameval.pipeline.cost import estimate
+
+    def pending(protocol: str, delay: str) -> int:
+        config = ExperimentConfig(
+            stream="s",
+            learners=["nochange", "majority", "nb"],
+            delay=delay,
+            reeval_k=10,
+            bins=50,
+            protocol=protocol,
+            classes=["a", "b"],
+        )
+        return estimate(config).terms["pending"]
+
+    assert pending("moa", "1000") - pending("papers", "1000") == 10_000 * 5 * 100 * 16
+    assert pending("moa", "10") - pending("papers", "10") == 10_000 * 5 * 1 * 16
