@@ -27,6 +27,7 @@ LIMITS = {
     "pending_cap": 10_000_000,
     "learners": 32,
     "detectors": 16,
+    "classes": 100_000,
 }
 
 
@@ -78,6 +79,14 @@ class ExperimentConfig:
     features
         The stream's feature names; the Kafka pipeline rejects feature vectors
         with other names (``streameval.pipeline.ingest``).
+    protocol, classes
+        ``papers`` (default) or ``moa``: the details the papers leave open, decided
+        as documented or as the authors' MOA code does (:mod:`streameval.pipeline.protocol`);
+        ``moa`` needs the class order ``classes`` (class index 0 first; a built-in
+        dataset gives its own).
+    stop_at_labels
+        End the experiment once this many labels are scored; the stream runs on until
+        then, so the instances scored keep their full waits.
     """
 
     stream: str
@@ -101,6 +110,9 @@ class ExperimentConfig:
     delay: str = "0"
     limit: int | None = None
     features: list[str] | None = None
+    protocol: str = "papers"
+    classes: list[str] | None = None
+    stop_at_labels: int | None = None
 
     def __post_init__(self) -> None:
         if not self.learners:
@@ -121,6 +133,10 @@ class ExperimentConfig:
             raise ValueError(f"pending cap must be >= 1, got {self.pending_cap}")
         if self.auc_window < 1:
             raise ValueError(f"AUC window must be >= 1, got {self.auc_window}")
+        if self.protocol not in ("papers", "moa"):
+            raise ValueError(f"protocol must be papers or moa, got {self.protocol!r}")
+        if self.stop_at_labels is not None and self.stop_at_labels < 1:
+            raise ValueError(f"--stop-at-labels must be >= 1, got {self.stop_at_labels}")
         if self.max_lag < 0:
             raise ValueError(f"max_lag must be >= 0, got {self.max_lag}")
         for name, limit in LIMITS.items():

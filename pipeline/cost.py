@@ -81,6 +81,10 @@ SMALL_STATE = 4 * KiB
 PENDING_INSTANCE = 768
 #: One prediction history of a pending instance (two one-entry lists and their object).
 PENDING_HISTORY = 232
+#: One more entry of a history that keeps every prediction (two list slots).
+HISTORY_ENTRY = 16
+#: Labels an instance is assumed to wait when the delay is not a count of instances.
+PLANNED_WAIT = 1_000
 #: One feature of a pending instance (dict entry, float, matrix cell).
 PENDING_FEATURE = 112
 #: Features assumed when the experiment does not name them.
@@ -266,6 +270,10 @@ def estimate(config: ExperimentConfig) -> Cost:
     pending = min(config.pending_cap or PLANNED_PENDING, PLANNED_PENDING)
     features = len(config.features) if config.features else ASSUMED_FEATURES
     per_instance = PENDING_INSTANCE + (n + 2) * PENDING_HISTORY + features * PENDING_FEATURE
+    if config.protocol == "moa" and config.reeval_k is not None:
+        # MOA's bin mapping keeps every re-prediction: about wait / K per history
+        wait = int(config.delay) if str(config.delay).isdigit() else PLANNED_WAIT
+        per_instance += (n + 2) * (wait // config.reeval_k) * HISTORY_ENTRY
     terms["pending"] = pending * per_instance
     terms["diagnostics"] = 16 * (config.max_lag + 1) * 2 * 8  # two counts per lag, 16 classes
     work = sum(w for _, w in models) + n * n_estimators * (1 + nb) + len(config.detectors) * n

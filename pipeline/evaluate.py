@@ -19,6 +19,7 @@ from streameval.pipeline.config import ExperimentConfig, Task
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.progress import Progress
+from streameval.pipeline.protocol import labels_first
 from streameval.pipeline.results import Results
 from streameval.pipeline.streams.datasets import Dataset, load
 from streameval.pipeline.streams.delay import CallableDelay, DelayModel, parse_delay
@@ -48,6 +49,8 @@ def prepare(
         changes["positive"] = dataset.positive
     if config.features is None and getattr(dataset, "features", None):
         changes["features"] = list(dataset.features)
+    if config.protocol == "moa" and config.classes is None and getattr(dataset, "classes", None):
+        changes["classes"] = [str(c) for c in dataset.classes]  # MOA's class indices
     drift_points = list(getattr(dataset, "drift_points", None) or [])
     if not config.drift_points and drift_points:
         changes["drift_points"] = drift_points
@@ -57,9 +60,11 @@ def prepare(
 
 
 def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]:
-    """The ordered feature/label events of the configured replay."""
+    """The ordered feature/label events of the configured replay (the protocol's order
+    at equal event times)."""
     delay = parse_delay(config.delay, dataset)
-    return replay_schedule(config.stream, dataset.iter_instances(config.limit), delay)
+    rows = dataset.iter_instances(config.limit)
+    return replay_schedule(config.stream, rows, delay, labels_first=labels_first(config.protocol))
 
 
 def expected_events(config: ExperimentConfig, dataset: Dataset) -> int | None:
@@ -149,6 +154,9 @@ def evaluate(
     pending_cap: int | None = 1_000_000,
     max_lag: int = 5,
     seed: int = 0,
+    protocol: str = "papers",
+    classes: Sequence[str] | None = None,
+    stop_at_labels: int | None = None,
     stream_id: str | None = None,
     data_dir: str | Path | None = None,
     progress: bool = False,
@@ -174,7 +182,10 @@ def evaluate(
     :class:`~streameval.pipeline.drift.page_hinkley.PrequentialPageHinkley`) on
     every learner's loss; ``drift_reset`` restarts a learner (an untrained clone) on
     each alarm. The prequential AUC needs the ``positive`` class of a binary stream
-    (a built-in dataset knows its own).
+    (a built-in dataset knows its own). ``protocol="moa"`` follows the authors' MOA code
+    where the papers leave details open (:mod:`streameval.pipeline.protocol`; ``classes``
+    is the class order, a built-in dataset gives its own); ``stop_at_labels`` ends the
+    experiment once that many labels are scored.
 
     On alternating labels No-Change is always wrong, so Kappa-Temporal equals accuracy:
 
@@ -219,6 +230,9 @@ def evaluate(
         dataset=dataset.spec if dataset is not None else None,
         delay=str(delay_model),
         limit=limit,
+        protocol=protocol,
+        classes=None if classes is None else [str(c) for c in classes],
+        stop_at_labels=stop_at_labels,
     )
     if dataset is not None:
         dataset, config = prepare(config, data_dir, dataset=dataset)
@@ -227,7 +241,8 @@ def evaluate(
     else:
         rows = instances(stream, limit)
         total = _expected(stream, limit)
-    events = replay_schedule(config.stream, rows, delay_model)
+    first = labels_first(config.protocol)
+    events = replay_schedule(config.stream, rows, delay_model, labels_first=first)
     if columnar.supports(
         config, learners=models, streaming_outputs=on_output is not None, n_instances=_n(total)
     ):

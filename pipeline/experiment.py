@@ -21,6 +21,11 @@ They define ``p_per`` and ``p_maj`` of the kappa family
 (``temporal-dependence-evaluation-journal.txt`` eq. 13, sect. 4.6), so that
 ``kappa_per`` of the No-Change learner and ``kappa_m`` of the Majority learner
 are exactly 0 under any label delay and in every bin.
+
+The details the papers leave open (cold start, order at equal times, the
+re-prediction schedule, the bin mapping, the ``kappa_m`` reference) come from
+``config.protocol`` (:mod:`streameval.pipeline.protocol`): the above is the
+default, ``papers``; ``moa`` follows the authors' MOA code.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.spec import build_learner
 from streameval.pipeline.pairs import PairwiseComparisons
+from streameval.pipeline.protocol import protocol_of
 from streameval.pipeline.reeval.bins import average_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
 from streameval.pipeline.reeval.rounds import Rounds, label_of
@@ -76,6 +82,7 @@ class _References:
     maj_first: Any = None
     per_bins: list[Any] = field(default_factory=list)
     maj_bins: list[Any] = field(default_factory=list)
+    maj_by: dict[str, Any] | None = None  # per estimator, when the protocol says so
 
 
 class Experiment:
@@ -119,16 +126,28 @@ class Experiment:
         self.classification = config.task == "classification"
         self.n_bins = config.bins
         self.context = StreamContext()
+        self.protocol = protocol_of(config.protocol, config.classes)
         self.slots = [
             _Slot(name, learner, self._scorecard())
             for name, learner in self._learners(learners, allow_import).items()
         ]
         self._lags = self.context.capacity
         self._updated: set[str] = set()
-        self.buffer = PendingBuffer(k=config.reeval_k, cap=config.pending_cap)
-        self.rounds = Rounds(self.buffer, config.bins, classification=self.classification)
+        self.buffer = PendingBuffer(
+            k=config.reeval_k, cap=config.pending_cap, compact=self.protocol.compact
+        )
+        self.rounds = Rounds(
+            self.buffer,
+            config.bins,
+            classification=self.classification,
+            binner=self.protocol.middle_bins,
+        )
         self._per = NoChange()
         self._maj = Majority()
+        windows = {
+            name: config.window if name == "window" else None for name in config.estimators()
+        }
+        self._maj_refs = self.protocol.majority_references(windows)
         self.pairs = PairwiseComparisons(
             [s.name for s in self.slots], config.estimators(), classification=self.classification
         )
@@ -153,6 +172,8 @@ class Experiment:
             "features_after_eviction": 0,
             "never_labelled": 0,
         }
+        if config.stop_at_labels is not None:
+            self.counters["after_stop"] = 0
         self.last_ts = 0.0
         self.ended = False
         self.curves = CurveRecorder()  # the periodic snapshots, for results()["curves"]
@@ -207,8 +228,13 @@ class Experiment:
         """Handle one input event; return what it produced.
 
         ``nbytes``, the bytes of a feature event, is counted in ``buffer.nbytes`` while
-        its instance is pending (the Kafka runner's byte budget).
+        its instance is pending (the Kafka runner's byte budget). Once
+        ``config.stop_at_labels`` labels are scored, feature and label events are
+        only counted (``counters["after_stop"]``).
         """
+        if self.stopped and isinstance(event, (FeatureEvent, LabelEvent)):
+            self.counters["after_stop"] += 1
+            return []
         if isinstance(event, FeatureEvent):
             out = self._on_features(event, nbytes)
         elif isinstance(event, LabelEvent):
@@ -218,6 +244,12 @@ class Experiment:
         else:
             raise TypeError(f"not an input event: {event!r}")
         return out
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``config.stop_at_labels`` labels have been scored."""
+        stop = self.config.stop_at_labels
+        return stop is not None and self.n_labelled >= stop
 
     def run(self, events: Iterable[InputEvent]) -> list[Output]:
         """Process a whole sequence; return every output (mind the memory)."""
@@ -229,7 +261,7 @@ class Experiment:
     def _predict(self, learner: Any, x: Any, at: int) -> tuple[Any, dict | None]:
         if self.classification:
             proba = learner.predict_proba_one(x, at=at)
-            return argmax(proba), proba
+            return self.protocol.cold_start(argmax(proba)), proba
         return learner.predict_one(x, at=at), None
 
     def _predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
@@ -237,9 +269,15 @@ class Experiment:
         if self.classification:
             labels = getattr(learner, "predict_labels_many", None)
             if labels is not None:
-                return list(labels(xs, at=ats))
-            return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
+                out = list(labels(xs, at=ats))
+            else:
+                out = [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
+            return list(map(self.protocol.cold_start, out))
         return list(learner.predict_many(xs, at=ats))
+
+    def _ref(self, model: Any, x: Any) -> Any:
+        """A reference baseline's prediction, cold start as the protocol says."""
+        return self.protocol.cold_start(label_of(model, x))
 
     def _on_features(self, ev: FeatureEvent, nbytes: int = 0) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
@@ -261,8 +299,8 @@ class Experiment:
             self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
         if self.classification:
-            self.buffer.record(ev.id, PER, ev.ts, label_of(self._per, ev.x))
-            self.buffer.record(ev.id, MAJ, ev.ts, label_of(self._maj, ev.x))
+            self.buffer.record(ev.id, PER, ev.ts, self._ref(self._per, ev.x))
+            self.buffer.record(ev.id, MAJ, ev.ts, self._ref(self._maj, ev.x))
         out: list[Output] = []
         positive = self.config.positive
         scores: list[float] = []
@@ -294,13 +332,16 @@ class Experiment:
         # prediction: every learner would predict the same again (immediate labels).
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
         self.rounds.start_label()
-        refs = self._references(inst, ev.ts, unchanged)
+        refs = self._references(inst, y, ev.ts, unchanged)
         due: list[Any] = []
         batched: list[list[Any]] = []
         if self.config.reeval:
             learners = [slot.learner for slot in self.slots]
             due, batched = self.rounds.predict(
-                learners, self._predict_many, self.n_labelled, None if unchanged else inst
+                learners,
+                self._predict_many,
+                self.n_labelled - self.protocol.repredict_lag,
+                None if unchanged else inst,
             )
         out = self._score(inst, y, ev, refs, scores, unchanged, batched)
         if self.config.reeval:
@@ -327,11 +368,13 @@ class Experiment:
             self.classes.append(str(y))
         return y
 
-    def _references(self, inst: Any, ts: float, unchanged: bool) -> _References:
+    def _references(self, inst: Any, y: Any, ts: float, unchanged: bool) -> _References:
         """No-Change's and Majority's first prediction, and their bins when re-evaluating."""
         refs = _References()
         if not self.classification:
             return refs
+        if self._maj_refs is not None:  # the label's majority (including it), per estimator
+            refs.maj_by = {name: m.update(y) for name, m in self._maj_refs.items()}
         refs.per_first = inst.history[PER][0][1]
         refs.maj_first = inst.history[MAJ][0][1]
         if not self.config.reeval:
@@ -339,7 +382,7 @@ class Experiment:
         if unchanged:
             per_final, maj_final = refs.per_first, refs.maj_first
         else:
-            per_final, maj_final = label_of(self._per, inst.x), label_of(self._maj, inst.x)
+            per_final, maj_final = self._ref(self._per, inst.x), self._ref(self._maj, inst.x)
         refs.per_bins = self.rounds.reference_bins(inst, PER, ts, per_final)
         refs.maj_bins = self.rounds.reference_bins(inst, MAJ, ts, maj_final)
         return refs
@@ -388,6 +431,7 @@ class Experiment:
                 bins=bins,
                 per_bins=refs.per_bins,
                 maj_bins=refs.maj_bins,
+                maj_by=refs.maj_by,
             )
             errors.append(error)
             if self.emit_predictions:
@@ -440,8 +484,8 @@ class Experiment:
         n = len(due)
         predictions: dict[str, list[Any]] = {}
         if self.classification:
-            predictions[PER] = [label_of(self._per, due[0].x)] * n
-            predictions[MAJ] = [label_of(self._maj, due[0].x)] * n
+            predictions[PER] = [self._ref(self._per, due[0].x)] * n
+            predictions[MAJ] = [self._ref(self._maj, due[0].x)] * n
         for slot, preds in zip(self.slots, batched, strict=True):
             predictions[slot.name] = preds[:n]
         self.rounds.record(ts, due, predictions)

@@ -206,6 +206,11 @@ class StreamRunner:
         rejections: list[Rejection] = []
         pending = self.experiment.buffer.__contains__
         for event, source, nbytes in events:
+            if self.experiment.stopped and not isinstance(event, EndOfStream):
+                # --stop-at-labels reached: the experiment counts the rest (after_stop), as
+                # in evaluate, instead of their labels waiting as orphans for features
+                self.experiment.process(event)
+                continue
             admitted, rejected = self.guard.admit(event, pending, source, nbytes)
             rejections.extend(rejected)
             for ok in admitted:

@@ -107,20 +107,23 @@ class Scorecard:
         bins: list[Any] | None = None,
         per_bins: list[Any] | None = None,
         maj_bins: list[Any] | None = None,
+        maj_by: Mapping[str, Any] | None = None,
     ) -> float:
         """Score one label: the first prediction, the AUC score, the bins. Returns the
         loss that the drift detectors watch (0/1 error, or absolute error; NaN when the
-        regressor made no prediction)."""
+        regressor made no prediction). ``maj_by`` gives each estimator its own Majority
+        reference (MOA's ``kappa_m``), for the first prediction and every bin."""
         self.n_scored += 1
         if self.classification:
-            for m in self.metrics.values():
-                m.update(y, first, per, maj)
+            for name, m in self.metrics.items():
+                m.update(y, first, per, maj if maj_by is None else maj_by[name])
             if score is not None:
                 for a in self.auc.values():
                     a.update(score, is_positive)
             if bins is not None:
-                for b in self.binned.values():
-                    b.update(y, bins, per_bins, maj_bins)
+                for name, b in self.binned.items():
+                    refs = maj_bins if maj_by is None else [maj_by[name]] * len(bins)
+                    b.update(y, bins, per_bins, refs)
             return 0.0 if first == y else 1.0
         for m in self.metrics.values():
             m.update(y, first)

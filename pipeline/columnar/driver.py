@@ -57,6 +57,8 @@ def supports(
         return False
     if config.drift_reset or config.snapshot_every or streaming_outputs:
         return False
+    if config.protocol != "papers" or config.stop_at_labels is not None:
+        return False
     cap = config.pending_cap
     if cap is not None and (n_instances is None or n_instances > cap):
         return False

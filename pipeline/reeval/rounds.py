@@ -23,15 +23,24 @@ from streameval.pipeline.reeval.bins import dominant_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
 
 Predict = Callable[[Any, list, list[int]], list[Any]]
+Binner = Callable[[Any, float, float, int], list[Any]]
 
 
 class Rounds:
     """Re-prediction rounds on ``buffer`` and the dominant prediction per bin."""
 
-    def __init__(self, buffer: PendingBuffer, n_bins: int, *, classification: bool) -> None:
+    def __init__(
+        self,
+        buffer: PendingBuffer,
+        n_bins: int,
+        *,
+        classification: bool,
+        binner: Binner = dominant_per_bin,
+    ) -> None:
         self.buffer = buffer
         self.n_bins = n_bins
         self.classification = classification
+        self.binner = binner  # a history's middle bins (the protocol's mapping)
         self._seen_bins: list[tuple[Any, list[Any]]] = []
 
     def start_label(self) -> None:
@@ -70,12 +79,12 @@ class Rounds:
                 self.buffer.record(d.uid, key, ts, y)
 
     def dominant(self, history: Any, t_start: float, t_end: float) -> list[Any]:
-        """``dominant_per_bin`` of ``history`` over ``[t_start, t_end]``, reused for an
+        """``binner`` (``dominant_per_bin``) of ``history`` over ``[t_start, t_end]``, reused for an
         equal history of the same label (every caller passes this label's waiting time)."""
         for other, bins in self._seen_bins:
             if other == history:
                 return bins
-        bins = dominant_per_bin(history, t_start, t_end, self.n_bins)
+        bins = self.binner(history, t_start, t_end, self.n_bins)
         self._seen_bins.append((history, bins))
         return bins
 

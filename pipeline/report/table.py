@@ -177,7 +177,8 @@ def results_text(results: dict[str, Any]) -> str:
         f"\n{results['stream']}: {results['n_instances']:,} instances, "
         f"{results['n_labelled']:,} labelled, delay {cfg.get('delay')}, estimators whole"
         + (f", window({cfg['window']})" if cfg.get("window") else "")
-        + (f", fading({cfg['fading']})" if cfg.get("fading") else ""),
+        + (f", fading({cfg['fading']})" if cfg.get("fading") else "")
+        + (f", protocol {cfg['protocol']}" if cfg.get("protocol", "papers") != "papers" else ""),
         metrics_table(results),
     ]
     if cfg.get("reeval_k"):

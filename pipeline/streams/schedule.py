@@ -27,6 +27,12 @@ time, then by instance order), never the features of past instances.
 
 Labels due at the same time leave in stream order of their instances.
 
+With ``labels_first`` (MOA's order, :mod:`streameval.pipeline.protocol`) a label due
+at the event time of a later instance's features comes before them: under
+``InstanceDelay`` ``N >= 1`` the label of ``i`` right *before* the features of
+``i + N``; under an event-time delay before the features at its due time. A label
+never comes before its own instance's features (delay 0 stays test-then-train).
+
 >>> from streameval.pipeline.streams.base import Instance
 >>> from streameval.pipeline.streams.delay import InstanceDelay
 >>> rows = [Instance(str(i), float(i), {}, "a") for i in range(4)]
@@ -35,6 +41,9 @@ Labels due at the same time leave in stream order of their instances.
 'F0 F1 F2 L0 F3 L1 L2 L3 E'
 >>> events[-1]
 EndOfStream(stream='s', ts=3.0, seq=8, n_events=8, kind='end')
+>>> events = replay_schedule("s", rows, InstanceDelay(2), labels_first=True)
+>>> " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
+'F0 F1 L0 F2 L1 F3 L2 L3 E'
 """
 
 from __future__ import annotations
@@ -49,7 +58,7 @@ from streameval.pipeline.streams.delay import DelayModel, EventTimeDelay, Instan
 
 
 def replay_schedule(
-    stream: str, instances: Iterable[Instance], delay: DelayModel
+    stream: str, instances: Iterable[Instance], delay: DelayModel, *, labels_first: bool = False
 ) -> Iterator[FeatureEvent | LabelEvent | EndOfStream]:
     """Yield the events of ``stream`` for ``instances`` under ``delay``, in replay order.
 
@@ -72,9 +81,13 @@ def replay_schedule(
             raise ValueError(
                 f"instance {inst.id} has ts {ts} < {last_ts}: event time must not decrease"
             )
-        while pending and pending[0][0] < ts:
+        while pending and (pending[0][0] < ts or (labels_first and pending[0][0] == ts)):
             due, _, id_, y = pop(pending)
             yield LabelEvent(stream, id_, due, y, seq)
+            seq += 1
+        if labels_first and lag and len(waiting) == lag:
+            id_, y = waiting.popleft()  # due now: before the features of i + N
+            yield LabelEvent(stream, id_, ts, y, seq)
             seq += 1
         yield FeatureEvent(stream, inst.id, ts, inst.x, seq)
         seq += 1

@@ -111,6 +111,21 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
         default=1_000_000,
         help="most pending instances kept; the oldest beyond it are evicted and counted",
     )
+    g.add_argument(
+        "--protocol",
+        choices=("papers", "moa"),
+        default="papers",
+        help="details the papers leave open: decided as documented (papers) or as the "
+        "authors' MOA code does (moa: cold start at class 0, labels first at equal times, "
+        "MOA's re-prediction schedule, bins and kappa references)",
+    )
+    g.add_argument(
+        "--stop-at-labels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="end the experiment once N labels are scored (the stream runs on until then)",
+    )
     g = p.add_argument_group("drift detection")
     g.add_argument(
         "--detector",
@@ -162,6 +177,8 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
         dataset=args.dataset,
         delay=args.delay,
         limit=args.limit,
+        protocol=getattr(args, "protocol", "papers"),
+        stop_at_labels=getattr(args, "stop_at_labels", None),
     )
 
 
