@@ -196,21 +196,48 @@ def follow_message(
         )
 
 
-def follow_runner(progress: LabelProgress, stream: str) -> Callable[[Any], None]:
-    """A callback that advances ``progress`` to the counts of ``stream``'s runner in a
-    :class:`~streameval.agents.worker.StreamWorker` (``run``'s inline evaluation)."""
+class RunnerFollower:
+    """Advances ``progress`` to the counts of ``stream``'s runner, read every ``every``
+    seconds by a thread of its own (``run``'s inline evaluation).
 
-    def follow(worker: Any) -> None:
-        runner = worker.runners.get(stream)
+    Counts read only between messages would stand still for as long as one message takes,
+    and one message can take long: a definition lets in every event parked before it
+    (thousands). The thread reads three numbers (no structure is walked), so it may run
+    beside the loop that updates them. :meth:`seen` is the consumer loop's ``on_message``.
+    """
+
+    def __init__(self, progress: LabelProgress, stream: str, every: float = 0.5) -> None:
+        self.progress = progress
+        self.stream = stream
+        self.every = every
+        self.worker: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="streameval-progress", daemon=True)
+
+    def seen(self, worker: Any) -> None:
+        """A message was handled by ``worker``: follow its runner from now on."""
+        if self.worker is None:
+            self.worker = worker
+            self._thread.start()
+
+    def sample(self) -> None:
+        runner = self.worker.runners.get(self.stream) if self.worker is not None else None
         if runner is not None:
             experiment = runner.experiment
-            progress.update(
+            self.progress.update(
                 experiment.n_labelled,
                 pending=len(experiment.buffer),
                 repredictions=experiment.n_repredictions,
             )
 
-    return follow
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def run_progress(config: Any, dataset: Any, enabled: bool) -> LabelProgress:
@@ -308,15 +335,19 @@ def run_through_kafka(
 
             start = time.perf_counter()
             waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
-            stats = run_inline(
-                settings,
-                config.stream,
-                produce,
-                timeout=timeout,
-                predictions=predictions,
-                broker_timeout=broker_timeout,
-                on_batch=follow_runner(bar, config.stream),
-            )
+            follower = RunnerFollower(bar, config.stream)
+            try:
+                stats = run_inline(
+                    settings,
+                    config.stream,
+                    produce,
+                    timeout=timeout,
+                    predictions=predictions,
+                    broker_timeout=broker_timeout,
+                    on_message=follower.seen,
+                )
+            finally:
+                follower.stop()
             # the results are on the metrics topic once run_inline has returned
             results = waiter.wait(timeout, alive=lambda: True)
             follow_message(bar, {}, results)

@@ -64,7 +64,7 @@ class LabelProgress:
         self.repredictions = 0
         self.start = time.monotonic()
         self.replay_seconds: float | None = None
-        self.eval_start: float | None = None
+        self._shown: tuple[int, int, int] | None = None  # the counts of the last line drawn
         self._lock = threading.Lock()
         self._drawn = False  # on a terminal: the two lines are on screen
         self._last = {"replay": self.start, "evaluated": self.start}
@@ -88,8 +88,6 @@ class LabelProgress:
     def update(self, labelled: int, *, pending: int = 0, repredictions: int = 0) -> None:
         """The evaluation's counts now (absolute, not increments)."""
         with self._lock:
-            if self.eval_start is None and labelled:
-                self.eval_start = time.monotonic()
             self.labelled, self.pending, self.repredictions = labelled, pending, repredictions
             self._maybe_draw("evaluated")
 
@@ -99,7 +97,8 @@ class LabelProgress:
             if self.has_replay and self.replay_seconds is None:
                 self.replay_seconds = time.monotonic() - self.start
                 self._draw("replay", force=True)
-            self._draw("evaluated", force=True)
+            if self.tty or self._shown != self._counts():  # the last line, not twice
+                self._draw("evaluated", force=True)
             if self.enabled and self.tty and self._drawn:
                 self.stream.write("\n")
                 self.stream.flush()
@@ -125,12 +124,14 @@ class LabelProgress:
         line = f"evaluated: {self.labelled:,}{expected} labels, {self.pending:,} pending"
         if self.repredictions:
             line += f", {self.repredictions:,} re-predictions"
-        begun = self.eval_start if self.eval_start is not None else now
-        rate = self.labelled / max(now - begun, 1e-9) if self.labelled else 0.0
+        rate = self.labelled / max(now - self.start, 1e-9)  # since the run began
         line += f", {rate:,.0f}/s"
         if self.expected and rate > 0:
             line += f" ETA {_clock(max(0, self.expected - self.labelled) / rate)}"
         return line
+
+    def _counts(self) -> tuple[int, int, int]:
+        return self.labelled, self.pending, self.repredictions
 
     def _maybe_draw(self, which: str) -> None:
         if not self.enabled:
@@ -144,6 +145,8 @@ class LabelProgress:
             return
         now = time.monotonic() if now is None else now
         self._last[which] = now
+        if which == "evaluated":
+            self._shown = self._counts()
         if not self.tty:
             line = self.replay_line(now) if which == "replay" else self.evaluated_line(now)
             self.stream.write(line + "\n")
