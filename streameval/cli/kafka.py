@@ -13,7 +13,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import sys
 import uuid
 from typing import Any
@@ -471,7 +470,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--log-format",
         choices=("text", "json"),
-        default=os.environ.get("STREAMEVAL_LOG_FORMAT") or "text",
+        default="text",
         help="stderr lines as `ts level logger event=... key=value` (text) or one JSON object "
         "each (json); streams defined, restored, finished, failed and checkpoints are logged "
         "at any --loglevel (default: $STREAMEVAL_LOG_FORMAT, else text)",
