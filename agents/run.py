@@ -218,7 +218,10 @@ class RunnerFollower:
         """A message was handled by ``worker``: follow its runner from now on."""
         if self.worker is None:
             self.worker = worker
-            self._thread.start()
+            self.start()
+
+    def start(self) -> None:
+        self._thread.start()
 
     def sample(self) -> None:
         runner = self.worker.runners.get(self.stream) if self.worker is not None else None
@@ -238,6 +241,38 @@ class RunnerFollower:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+
+
+class MetricsFollower(RunnerFollower):
+    """Advances ``progress`` to ``stream``'s counts on a worker's ``/metrics``, read every
+    ``every`` seconds (``run --dashboard``, whose worker is another process: its metric
+    snapshots come only with ``--snapshot-every``)."""
+
+    def __init__(self, progress: LabelProgress, stream: str, url: str, every: float = 1.0):
+        super().__init__(progress, stream, every)
+        self.url = url
+
+    def sample(self) -> None:
+        import urllib.request
+
+        from prometheus_client.parser import text_string_to_metric_families
+
+        try:
+            with urllib.request.urlopen(self.url, timeout=2) as response:
+                text = response.read().decode("utf-8")
+        except OSError:  # not serving yet, or stopping: the next reading will tell
+            return
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.labels.get("stream") == self.stream:
+                    found.setdefault(sample.name, sample.value)
+        if "streameval_labels_total" in found:
+            self.progress.update(
+                int(found["streameval_labels_total"]),
+                pending=int(found.get("streameval_pending", 0)),
+                repredictions=int(found.get("streameval_repredictions_total", 0)),
+            )
 
 
 def run_progress(config: Any, dataset: Any, enabled: bool) -> LabelProgress:
@@ -350,13 +385,13 @@ def run_through_kafka(
                 follower.stop()
             # the results are on the metrics topic once run_inline has returned
             results = waiter.wait(timeout, alive=lambda: True)
-            follow_message(bar, {}, results)
         else:
             results, stats, start = _run_with_worker(
                 config, settings, data_dir=data_dir, progress=bar, pack=pack,
                 speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
             )  # fmt: skip
         elapsed = time.perf_counter() - start
+        follow_message(bar, {}, results)  # the followers have stopped: nothing comes after
         bar.close()  # after the results: the last line has their counts
     results.pop("ingest", None)
     results["runtime"] = {
@@ -398,8 +433,14 @@ def _run_with_worker(
         settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
     )
     start = time.perf_counter()
+    follower: MetricsFollower | None = None
     try:  # the waiter reads from the metrics topic's end: created before the experiment
         waiter = ResultsWaiter(settings, config.stream, progress=progress)
+        args = worker_args or []
+        if "--web-port" in args:  # the worker's /metrics, beside the dashboard
+            port = args[args.index("--web-port") + 1]
+            follower = MetricsFollower(progress, config.stream, f"http://127.0.0.1:{port}/metrics")
+            follower.start()
         submit_experiment(settings, config)
         stats = replay_dataset(
             settings,
@@ -416,5 +457,7 @@ def _run_with_worker(
             raise RuntimeError(f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}") from exc
         raise
     finally:
+        if follower is not None:
+            follower.stop()
         stop_worker(worker)
     return results, stats, start
