@@ -252,7 +252,10 @@ class StreamWorker:
         self.release.heard_now(config.stream)
         self.checkpoints.changed(config.stream)
         self.counts["experiments"] += 1
-        service_log.event("defined", config.stream, learners=list(config.learners))
+        service_log.event(
+            "defined", config.stream, learners=list(config.learners),
+            message=f"stream {config.stream} defined: {', '.join(config.learners)}",
+        )  # fmt: skip
         if self.checkpoints.enabled:  # before any output: a successor finds where outputs start
             self.checkpoint()
         for parked in self.parking.take(config.stream):
