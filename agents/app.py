@@ -36,9 +36,11 @@ import tempfile
 import time
 from typing import Any, NoReturn
 
+from streameval.agents import service_log
 from streameval.agents.config import KafkaSettings
 from streameval.agents.dashboard import register_views
 from streameval.agents.health import EXIT_BROKER_LOST, BrokerHealth
+from streameval.agents.prometheus import register_metrics_view
 from streameval.agents.topics import INPUT_KINDS, TopicNames
 from streameval.agents.worker import StreamWorker
 from streameval.schemas import MAX_MESSAGE_BYTES
@@ -94,12 +96,14 @@ def create_app(
             web_port=web_port,
             web_bind=web_bind,
             datadir=tempfile.mkdtemp(prefix="streameval-faust-"),
+            Worker=service_worker_class(),
             **read_ahead(worker.pool.limit),
         ),
     )
     kind_of = names.kinds(INPUT_KINDS)
     inputs = app.topic(*kind_of, key_serializer="raw", value_serializer="raw")
     unacked: list[Any] = []
+    read: dict[tuple[str, int], int] = {}  # last offset read per input partition (its lag)
     busy = asyncio.Lock()  # the runners: one of agent, timer, checkpoint at a time
 
     async def broker_back() -> None:
@@ -149,6 +153,7 @@ def create_app(
                 await broker_back()
             async with busy:
                 msg = event.message
+                read[msg.topic, msg.partition] = msg.offset
                 worker.handle(kind_of[msg.topic], event.value, msg.key, msg.partition, msg.offset)
                 # acknowledged after the next checkpoint, which needs only its position: its
                 # bytes (up to 1 MiB) go now, not with thousands of others at the checkpoint
@@ -175,8 +180,59 @@ def create_app(
                 await save_and_ack()
 
     register_views(app, worker, health)  # /dashboard, /api/metrics, /health (GET only)
+    register_metrics_view(app, worker, lambda: consumer_lag(app, read))  # /metrics
     app.streameval_worker = worker  # for the dashboard views
     return app
+
+
+def consumer_lag(app: Any, read: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    """Messages not yet read on each assigned input partition this worker has read from:
+    the partition's high watermark (as last fetched) past the last offset read."""
+    from faust.types import TP
+
+    try:
+        assigned = app.consumer.assignment()
+    except Exception:  # not started, or stopping: no partition to speak of
+        return {}
+    lag = {}
+    for (topic, partition), offset in list(read.items()):
+        tp = TP(topic, partition)
+        if tp not in assigned:
+            read.pop((topic, partition), None)  # given to another worker
+            continue
+        try:
+            high = app.consumer.highwater(tp)
+        except Exception:  # not fetched yet
+            continue
+        if isinstance(high, int):
+            lag[topic, partition] = max(0, high - offset - 1)
+    return lag
+
+
+def service_worker_class() -> type:
+    """Faust's worker as a service runs it: the logging of ``streameval worker``
+    (:mod:`streameval.agents.service_log`) kept as configured, no spinner (its escape
+    sequences) unless on a terminal, and a ``ready`` event once it has started."""
+    import faust
+
+    class ServiceWorker(faust.Worker):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["override_logging"] = False
+            super().__init__(*args, **kwargs)
+            if not _is_tty(self.spinner.file if self.spinner else None):
+                self.spinner = None
+
+        async def on_startup_finished(self) -> None:
+            await super().on_startup_finished()
+            conf = self.app.conf
+            web = f"{conf.web_bind}:{conf.web_port}" if conf.web_enabled else None
+            service_log.event("ready", web=web, message="streameval worker ready")
+
+    return ServiceWorker
+
+
+def _is_tty(stream: Any) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def _give_up(message: str, code: int = 1) -> NoReturn:
@@ -202,7 +258,8 @@ def run_app(
     import sys
 
     level = {"warning": "warn", "critical": "crit"}.get(loglevel.lower(), loglevel.lower())
-    argv = ["worker", "--loglevel", level]
+    quiet = [] if _is_tty(sys.stderr) else ["--quiet"]  # no banner in a log
+    argv = [*quiet, "worker", "--loglevel", level]
     web_args = ["--web-host", web_host, "--web-port", str(web_port), "--web-bind", web_bind]
     argv += web_args if web else ["--without-web"]
     sys.argv = ["streameval-worker", *argv]  # faust's command line reads sys.argv

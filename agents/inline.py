@@ -69,15 +69,18 @@ def consume_stream(
     *,
     timeout: float,
     failed: Callable[[], BaseException | None] = lambda: None,
+    on_message: Callable[[StreamWorker], None] | None = None,
 ) -> None:
     """Hand ``stream``'s input messages to ``worker`` until it has published its results.
 
     ``start`` gives the offset of every input partition to read from
     (:func:`input_offsets` before the experiment was submitted). ``failed`` is
     asked between batches whether the producer of the events gave up (its
-    exception is then raised here). Raises :class:`RuntimeError` as soon as the
-    stream failed (a learner raised: the worker stops the stream and publishes no
-    results) and :class:`TimeoutError` when no results came within ``timeout`` seconds.
+    exception is then raised here). ``on_message`` is called with ``worker`` after each
+    message of the stream (``run``'s progress reads the stream's counts). Raises
+    :class:`RuntimeError` as soon as the stream failed (a learner raised: the worker
+    stops the stream and publishes no results) and :class:`TimeoutError` when no
+    results came within ``timeout`` seconds.
     """
     from confluent_kafka import Consumer, TopicPartition
 
@@ -105,6 +108,8 @@ def consume_stream(
                 worker.handle(
                     kind_of[msg.topic()], msg.value(), msg.key(), msg.partition(), msg.offset()
                 )
+                if on_message is not None:
+                    on_message(worker)
             runner = worker.runners.get(stream)
             if runner is not None and runner.failed is not None:
                 raise StreamFailed(failure_text(stream, runner.failed, worker.names.deadletter))
@@ -133,6 +138,7 @@ def run_inline(
     timeout: float,
     predictions: bool,
     broker_timeout: float | None = None,
+    on_message: Callable[[StreamWorker], None] | None = None,
 ) -> Any:
     """Evaluate ``stream`` here while ``produce`` (submit + replay) runs in a thread.
 
@@ -140,7 +146,8 @@ def run_inline(
     the evaluation stopped early (the stream failed, the time ran out): it should
     then stop producing. The results document is on the metrics
     topic when this returns (read it with a :class:`~streameval.agents.run.ResultsWaiter`
-    created before ``produce`` submits the experiment).
+    created before ``produce`` submits the experiment). ``on_message``: see
+    :func:`consume_stream`.
     """
     import secrets
     from concurrent.futures import ThreadPoolExecutor
@@ -175,7 +182,10 @@ def run_inline(
                 return job.exception() if job.done() else None
 
             try:
-                consume_stream(settings, worker, stream, start, timeout=timeout, failed=failed)
+                consume_stream(
+                    settings, worker, stream, start, timeout=timeout, failed=failed,
+                    on_message=on_message,
+                )  # fmt: skip
             except BaseException:
                 stop.set()  # the replay ends at its next event; the pool waits for it
                 raise

@@ -190,9 +190,11 @@ class ReplayStats:
         }
 
 
-def _make_progress(progress: bool | None, total: int | None) -> Any:
+def _make_progress(progress: Any, total: int | None) -> Any:
     from streameval.pipeline.progress import Progress
 
+    if progress is not None and not isinstance(progress, bool):
+        return progress  # a counter of the caller's (``advance``, ``close``)
     enabled = sys.stderr.isatty() if progress is None else progress
     return Progress(total=total, label="events", stream=sys.stderr, enabled=enabled)
 
@@ -203,7 +205,7 @@ def replay(
     topics: TopicNames | None = None,
     *,
     speed: float | None = None,
-    progress: bool | None = None,
+    progress: Any = None,
     total: int | None = None,
     producer_config: dict[str, Any] | None = None,
     message_format: MessageFormat | None = None,
@@ -224,7 +226,9 @@ def replay(
         ``None``: as fast as possible. ``S > 0``: ``S`` times event time
         (``S=1`` real time, ``S=60`` one event-minute per second).
     progress
-        Progress bar on stderr: ``None`` = only when stderr is a terminal.
+        Progress bar on stderr: ``None`` = only when stderr is a terminal; or an object
+        with ``advance(n)`` and ``close()`` that counts the events instead (``run``'s
+        :class:`~streameval.pipeline.labels_progress.LabelProgress`).
     total
         Number of events, for the progress bar's ETA (default: ``len(events)`` if known).
     producer_config

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.agents.config import KafkaSettings
+from streameval.pipeline.labels_progress import LabelProgress
 
 RESULTS_TIMEOUT = 600.0
 #: ``run``'s worker checkpoints every this many events (the worker's default is 20,000): it
@@ -56,13 +57,15 @@ def replay_dataset(
     *,
     speed: float | None,
     pack: int,
-    progress: bool,
+    progress: Any,
     data_dir: str | None = None,
     stop: threading.Event | None = None,
 ) -> Any:
     """Replay ``config``'s dataset schedule to the feature and label topics.
 
     Once ``stop`` is set the replay ends early (what was produced is flushed).
+    ``progress`` is a bool (a bar of the replay's own, or none) or a counter of the
+    caller's (see :func:`~streameval.agents.replay.replay`).
     """
     from streameval.agents.replay import OneEventPerMessage, PackedMessages, replay
     from streameval.pipeline.evaluate import expected_events, prepare, schedule
@@ -90,7 +93,9 @@ class ResultsWaiter:
     waits for every stream and tells when each results message was read.
     """
 
-    def __init__(self, settings: KafkaSettings, *streams: str) -> None:
+    def __init__(
+        self, settings: KafkaSettings, *streams: str, progress: LabelProgress | None = None
+    ) -> None:
         from confluent_kafka import Consumer, TopicPartition
         from streameval.agents.topics import TopicNames
 
@@ -114,6 +119,7 @@ class ResultsWaiter:
             parts.append(TopicPartition(topic, p, high))
         self.consumer.assign(parts)
         self.snapshots = 0  # metric snapshots of the awaited streams read meanwhile
+        self.progress = progress  # follows the snapshots' label counts, if given
 
     def wait(self, timeout: float, alive: Callable[[], bool]) -> dict[str, Any]:
         """The results document of the (single, or first) stream."""
@@ -163,9 +169,119 @@ class ResultsWaiter:
                     waiting.discard(stream)
                 else:
                     self.snapshots += 1
+                if self.progress is not None:
+                    follow_message(self.progress, value, results)
             return done
         finally:
             self.consumer.close()
+
+
+def follow_message(
+    progress: LabelProgress, message: dict[str, Any], results: dict[str, Any] | None
+) -> None:
+    """Advance ``progress`` to the label count of a metric snapshot or results document."""
+    if results is not None:
+        overhead = results.get("overhead") or {}
+        progress.update(
+            int(results.get("n_labelled") or 0),
+            pending=int(overhead.get("pending") or 0),
+            repredictions=int(overhead.get("n_predictions_made") or 0),
+        )
+    elif isinstance(message.get("n_labelled"), int):
+        metrics = message.get("metrics") or {}
+        progress.update(
+            message["n_labelled"],
+            pending=int(metrics.get("pending") or 0),
+            repredictions=int(metrics.get("n_repredictions") or 0),
+        )
+
+
+class RunnerFollower:
+    """Advances ``progress`` to the counts of ``stream``'s runner, read every ``every``
+    seconds by a thread of its own (``run``'s inline evaluation).
+
+    Counts read only between messages would stand still for as long as one message takes,
+    and one message can take long: a definition lets in every event parked before it
+    (thousands). The thread reads three numbers (no structure is walked), so it may run
+    beside the loop that updates them. :meth:`seen` is the consumer loop's ``on_message``.
+    """
+
+    def __init__(self, progress: LabelProgress, stream: str, every: float = 0.5) -> None:
+        self.progress = progress
+        self.stream = stream
+        self.every = every
+        self.worker: Any = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="streameval-progress", daemon=True)
+
+    def seen(self, worker: Any) -> None:
+        """A message was handled by ``worker``: follow its runner from now on."""
+        if self.worker is None:
+            self.worker = worker
+            self.start()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def sample(self) -> None:
+        runner = self.worker.runners.get(self.stream) if self.worker is not None else None
+        if runner is not None:
+            experiment = runner.experiment
+            self.progress.update(
+                experiment.n_labelled,
+                pending=len(experiment.buffer),
+                repredictions=experiment.n_repredictions,
+            )
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.sample()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+class MetricsFollower(RunnerFollower):
+    """Advances ``progress`` to ``stream``'s counts on a worker's ``/metrics``, read every
+    ``every`` seconds (``run --dashboard``, whose worker is another process: its metric
+    snapshots come only with ``--snapshot-every``)."""
+
+    def __init__(self, progress: LabelProgress, stream: str, url: str, every: float = 1.0):
+        super().__init__(progress, stream, every)
+        self.url = url
+
+    def sample(self) -> None:
+        import urllib.request
+
+        from prometheus_client.parser import text_string_to_metric_families
+
+        try:
+            with urllib.request.urlopen(self.url, timeout=2) as response:
+                text = response.read().decode("utf-8")
+        except OSError:  # not serving yet, or stopping: the next reading will tell
+            return
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.labels.get("stream") == self.stream:
+                    found.setdefault(sample.name, sample.value)
+        if "streameval_labels_total" in found:
+            self.progress.update(
+                int(found["streameval_labels_total"]),
+                pending=int(found.get("streameval_pending", 0)),
+                repredictions=int(found.get("streameval_repredictions_total", 0)),
+            )
+
+
+def run_progress(config: Any, dataset: Any, enabled: bool) -> LabelProgress:
+    """``run``'s progress: labels evaluated of the dataset's, after the replay's events."""
+    from streameval.pipeline.evaluate import expected_events
+
+    total = expected_events(config, dataset)
+    labels = None if total is None else (total - 1) // 2  # 2 events per instance + the end
+    return LabelProgress(labels, replay_total=total, replay=True, enabled=enabled)
 
 
 def start_worker(
@@ -227,7 +343,8 @@ def run_through_kafka(
     from streameval.agents.topics import ensure_topics
     from streameval.pipeline.evaluate import prepare
 
-    _, config = prepare(config, data_dir)  # fails early on a missing dataset (lazy: ~10 ms)
+    dataset, config = prepare(config, data_dir)  # fails early on a missing dataset (~10 ms)
+    bar = run_progress(config, dataset, progress)
     embedded = settings.embedded
     with broker_for(settings) as bootstrap:
         settings = settings.with_bootstrap(bootstrap)
@@ -245,30 +362,37 @@ def run_through_kafka(
                 with ThreadPoolExecutor(1, thread_name_prefix="streameval-submit") as pool:
                     submitted = pool.submit(submit_experiment, settings, config)
                     stats = replay_dataset(
-                        settings, config, speed=speed, pack=pack, progress=progress,
-                        data_dir=data_dir, stop=stop,
+                        settings, config, speed=speed, pack=pack,
+                        progress=bar.replay_counter(), data_dir=data_dir, stop=stop,
                     )  # fmt: skip
                     submitted.result()
                 return stats
 
             start = time.perf_counter()
             waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
-            stats = run_inline(
-                settings,
-                config.stream,
-                produce,
-                timeout=timeout,
-                predictions=predictions,
-                broker_timeout=broker_timeout,
-            )
+            follower = RunnerFollower(bar, config.stream)
+            try:
+                stats = run_inline(
+                    settings,
+                    config.stream,
+                    produce,
+                    timeout=timeout,
+                    predictions=predictions,
+                    broker_timeout=broker_timeout,
+                    on_message=follower.seen,
+                )
+            finally:
+                follower.stop()
             # the results are on the metrics topic once run_inline has returned
             results = waiter.wait(timeout, alive=lambda: True)
         else:
             results, stats, start = _run_with_worker(
-                config, settings, data_dir=data_dir, progress=progress, pack=pack,
+                config, settings, data_dir=data_dir, progress=bar, pack=pack,
                 speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
             )  # fmt: skip
         elapsed = time.perf_counter() - start
+        follow_message(bar, {}, results)  # the followers have stopped: nothing comes after
+        bar.close()  # after the results: the last line has their counts
     results.pop("ingest", None)
     results["runtime"] = {
         **results.get("runtime", {}),  # the worker's: outputs, duplicates_marked, restores
@@ -287,7 +411,7 @@ def _run_with_worker(
     settings: KafkaSettings,
     *,
     data_dir: str | None,
-    progress: bool,
+    progress: LabelProgress,
     pack: int,
     speed: float | None,
     timeout: float,
@@ -309,11 +433,22 @@ def _run_with_worker(
         settings, env, log_path=log_dir / "worker.log", extra_args=[*own, *(worker_args or [])]
     )
     start = time.perf_counter()
+    follower: MetricsFollower | None = None
     try:  # the waiter reads from the metrics topic's end: created before the experiment
-        waiter = ResultsWaiter(settings, config.stream)
+        waiter = ResultsWaiter(settings, config.stream, progress=progress)
+        args = worker_args or []
+        if "--web-port" in args:  # the worker's /metrics, beside the dashboard
+            port = args[args.index("--web-port") + 1]
+            follower = MetricsFollower(progress, config.stream, f"http://127.0.0.1:{port}/metrics")
+            follower.start()
         submit_experiment(settings, config)
         stats = replay_dataset(
-            settings, config, speed=speed, pack=pack, progress=progress, data_dir=data_dir
+            settings,
+            config,
+            speed=speed,
+            pack=pack,
+            progress=progress.replay_counter(),
+            data_dir=data_dir,
         )
         results = waiter.wait(timeout, alive=lambda: worker.poll() is None)
     except BaseException as exc:
@@ -322,5 +457,7 @@ def _run_with_worker(
             raise RuntimeError(f"{exc}\n--- worker log ({log_dir}/worker.log) ---\n{tail}") from exc
         raise
     finally:
+        if follower is not None:
+            follower.stop()
         stop_worker(worker)
     return results, stats, start

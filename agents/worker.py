@@ -45,11 +45,11 @@ delivered are published again flagged ``duplicate`` (``tests/test_failover.py``)
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections import Counter
 from typing import Any
 
+from streameval.agents import service_log
 from streameval.agents.admission import Admission, Budget
 from streameval.agents.checkpoint import CheckpointError, StreamCheckpoints
 from streameval.agents.codec import decode, input_events
@@ -177,13 +177,11 @@ class StreamWorker:
         self.release.heard_now(stream)
         marks = getattr(runner, "output_marks", {})
         top = self.publisher.find_emitted(self.settings.confluent_config(), stream, marks)
-        print(
-            f"streameval worker: restored stream {stream} from checkpoint "
-            f"{self.checkpoints.ids[stream]} ({runner.experiment.n_labelled} labels, output "
-            f"seq {runner.n_outputs}; already on the output topics up to seq {top})",
-            file=sys.stderr,
-            flush=True,
-        )
+        service_log.event(
+            "restored", stream, checkpoint=self.checkpoints.ids[stream],
+            n_labelled=runner.experiment.n_labelled, seq=runner.n_outputs, emitted_seq=top,
+            message=f"restored stream {stream} from checkpoint {self.checkpoints.ids[stream]}",
+        )  # fmt: skip
         return runner
 
     # -- input ----------------------------------------------------------------------------
@@ -254,7 +252,10 @@ class StreamWorker:
         self.release.heard_now(config.stream)
         self.checkpoints.changed(config.stream)
         self.counts["experiments"] += 1
-        log.info("stream %s defined: %s", config.stream, ", ".join(config.learners))
+        service_log.event(
+            "defined", config.stream, learners=list(config.learners),
+            message=f"stream {config.stream} defined: {', '.join(config.learners)}",
+        )  # fmt: skip
         if self.checkpoints.enabled:  # before any output: a successor finds where outputs start
             self.checkpoint()
         for parked in self.parking.take(config.stream):
@@ -285,7 +286,9 @@ class StreamWorker:
         """
         text = f"checkpoint of stream {stream!r} refused: {reason}"
         self.refused[stream] = text
-        print(f"streameval worker: {text}", file=sys.stderr, flush=True)
+        service_log.event(
+            "failed", stream, level=logging.ERROR, reason="checkpoint_refused", message=text
+        )
         self.publisher.deadletter(
             "checkpoint_refused", text, self.names.checkpoints, -1, -1, None, stream
         )
@@ -322,12 +325,17 @@ class StreamWorker:
         if stream not in self.streams.concluded:
             self.publisher.publish_failure(stream, runner)
             self.streams.concluded.add(stream)
+            self._concluded(stream, runner)
 
     def _stop(self, stream: str, reason: str, kind: str) -> None:
         """``stream`` is not defined here (over budget, or its definition raised): its
         ``failed`` notice says why, so whoever waits for its results stops waiting."""
         if len(self.stopped) > 100_000:  # a flood of refused stream ids
             self.stopped.clear()
+        service_log.event(
+            "failed", stream, level=logging.ERROR, reason=kind,
+            message=f"stream {stream!r} is not defined: {reason}",
+        )  # fmt: skip
         self.stopped[stream] = (kind, reason)
         self.publisher.publish_refusal(stream, reason, kind)
 
@@ -386,13 +394,23 @@ class StreamWorker:
             return
         self.streams.concluded.add(stream)
         self.checkpoints.soon()
+        self._concluded(stream, runner)
+
+    def _concluded(self, stream: str, runner: StreamRunner) -> None:
+        """Log that ``stream`` finished (its results are on their way) or failed."""
+        n = runner.experiment.n_labelled
+        if runner.failed is None:
+            service_log.event("finished", stream, n_labelled=n, outputs=runner.n_outputs)
+        else:
+            service_log.event(
+                "failed", stream, level=logging.ERROR, n_labelled=n,
+                message=f"stream {stream!r} stopped: {runner.failed}",
+            )  # fmt: skip
 
     def _reject(self, r: Rejection, topic: str, partition: int, offset: int) -> None:
         """Deadletter a rejection, named by the message that carried the event when known."""
         if r.source is not None:
             topic, partition, offset = getattr(self.names, r.source[0]), r.source[1], r.source[2]
-        if r.kind == "experiment_error":
-            log.error("stream %s stopped: %s", r.event.stream, r.reason)
         self.publisher.deadletter(
             r.kind, r.reason, topic, partition, offset, r.event.to_dict(), r.event.stream
         )
@@ -406,6 +424,7 @@ class StreamWorker:
         """Flush every output, then save every stream changed since the last checkpoint."""
         self.publisher.flush_predictions()
         self.publisher.producer.flush(30)  # the output positions, up to date
+        written = {}
         for stream in sorted(self.checkpoints.dirty):
             runner = self.runners.get(stream)
             if runner is None:
@@ -413,8 +432,13 @@ class StreamWorker:
             runner.output_marks = self.publisher.marks(stream)
             for key, record in self.checkpoints.parts(stream, runner):
                 self.publisher.produce_checkpoint(key, record, stream)
+            written[stream] = runner.experiment.n_labelled
         self.publisher.confirm(30)
         self.counts["checkpoints"] += 1
+        for stream, n in written.items():  # confirmed by the broker
+            service_log.event(
+                "checkpoint", stream, checkpoint=self.checkpoints.ids[stream], n_labelled=n
+            )
         for stream, key in self.checkpoints.saved():  # what compaction may now delete
             self.publisher.produce_checkpoint(key, None, stream)
 

@@ -18,7 +18,7 @@ from streameval.pipeline import columnar
 from streameval.pipeline.config import ExperimentConfig, Task
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
-from streameval.pipeline.progress import Progress
+from streameval.pipeline.labels_progress import LabelProgress
 from streameval.pipeline.protocol import labels_first
 from streameval.pipeline.results import Results
 from streameval.pipeline.streams.datasets import Dataset, load
@@ -101,6 +101,18 @@ def evaluate_config(
     return drive(experiment, schedule(config, dataset), total, progress, on_output)
 
 
+#: Events between two updates of the progress (each reads the experiment's counts).
+PROGRESS_EVERY = 256
+
+
+def _follow(bar: LabelProgress, experiment: Experiment) -> None:
+    bar.update(
+        experiment.n_labelled,
+        pending=len(experiment.buffer),
+        repredictions=experiment.n_repredictions,
+    )
+
+
 def drive(
     experiment: Experiment,
     events: Iterable[InputEvent],
@@ -108,8 +120,13 @@ def drive(
     progress: bool,
     on_output: Callable[[Output], None] | None,
 ) -> dict[str, Any]:
-    """Feed ``events`` to ``experiment``; its results document with ``runtime`` added."""
-    bar = Progress(total, "events", enabled=progress)
+    """Feed ``events`` to ``experiment``; its results document with ``runtime`` added.
+
+    The progress counts labels evaluated (and pending, and re-predictions when
+    re-evaluating), of the ``(total - 1) // 2`` the schedule holds.
+    """
+    labels = None if total is None else (total - 1) // 2  # 2 events per instance + the end
+    bar = LabelProgress(labels, enabled=progress)
     start = time.perf_counter()
     n_events = 0
     for event in events:
@@ -118,7 +135,9 @@ def drive(
             for out in outputs:
                 on_output(out)
         n_events += 1
-        bar.advance()
+        if progress and not n_events % PROGRESS_EVERY:
+            _follow(bar, experiment)
+    _follow(bar, experiment)
     bar.close()
     elapsed = time.perf_counter() - start
     results = experiment.results()

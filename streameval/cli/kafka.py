@@ -188,7 +188,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         "stream_work": args.stream_work_budget,
     }
     budget = Budget(**{k: parse_size(v) for k, v in given.items() if v is not None})
-    logging.basicConfig(level=getattr(logging, args.loglevel.upper()), stream=sys.stderr)
+    from streameval.agents import service_log
+
+    service_log.configure(args.log_format, args.loglevel)  # one structured line per record
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
     from streameval.agents.health import broker_timeout, watch_broker
 
@@ -464,6 +466,14 @@ def register(sub: Any) -> None:
         "--loglevel",
         default="warning",
         help="log level of the worker and Faust: debug, info, warning, error, critical",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="stderr lines as `ts level logger event=... key=value` (text) or one JSON object "
+        "each (json); streams defined, restored, finished, failed and checkpoints are logged "
+        "at any --loglevel (default: $STREAMEVAL_LOG_FORMAT, else text)",
     )
     p.set_defaults(handler=cmd_worker)
 

@@ -66,6 +66,7 @@ OPTION_ENV: dict[str, str] = {
     "max_string": "STREAMEVAL_MAX_STRING",
     "input_budget": "STREAMEVAL_INPUT_BUDGET",
     "stream_input_budget": "STREAMEVAL_STREAM_INPUT_BUDGET",
+    "log_format": "STREAMEVAL_LOG_FORMAT",
 }
 #: Options that read a key of another section when their own is absent.
 OPTION_FILE_ALIAS: dict[str, tuple[str, str]] = {"bootstrap": ("kafka", "bootstrap_servers")}
