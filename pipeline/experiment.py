@@ -43,6 +43,7 @@ from streameval.pipeline.events import (
     PredictionEvent,
     clean,
 )
+from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.learners import as_learner, bind_context
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
@@ -227,19 +228,32 @@ class Experiment:
         return out
 
     def _predict(self, learner: Any, x: Any, at: int) -> tuple[Any, dict | None]:
-        if self.classification:
-            proba = learner.predict_proba_one(x, at=at)
-            return argmax(proba), proba
-        return learner.predict_one(x, at=at), None
+        try:
+            if self.classification:
+                proba = learner.predict_proba_one(x, at=at)
+                return argmax(proba), proba
+            return learner.predict_one(x, at=at), None
+        except Exception as exc:
+            raise self._failed(learner, at, "predict", exc) from exc
 
     def _predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
         """One batched call: the label (or value) predicted for each instance."""
-        if self.classification:
-            labels = getattr(learner, "predict_labels_many", None)
-            if labels is not None:
-                return list(labels(xs, at=ats))
-            return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
-        return list(learner.predict_many(xs, at=ats))
+        try:
+            if self.classification:
+                labels = getattr(learner, "predict_labels_many", None)
+                if labels is not None:
+                    return list(labels(xs, at=ats))
+                return [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
+            return list(learner.predict_many(xs, at=ats))
+        except Exception as exc:
+            raise self._failed(learner, ats[0] if ats else -1, "re-predict", exc) from exc
+
+    def _failed(self, learner: Any, at: int, step: str, exc: Exception) -> Exception:
+        """``exc`` of one of the slots' learners as :class:`LearnerFailed` (others as is)."""
+        if isinstance(exc, LearnerFailed):
+            return exc
+        name = next((s.name for s in self.slots if s.learner is learner), None)
+        return exc if name is None else LearnerFailed(name, at, step, exc)
 
     def _on_features(self, ev: FeatureEvent, nbytes: int = 0) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
@@ -413,7 +427,10 @@ class Experiment:
     def _learn(self, inst: Any, y: Any) -> None:
         """Every learner and reference learns the label; the context releases it."""
         for slot in self.slots:
-            slot.learner.learn_one(inst.x, y, at=inst.at)
+            try:
+                slot.learner.learn_one(inst.x, y, at=inst.at)
+            except Exception as exc:
+                raise LearnerFailed(slot.name, inst.at, "learn", exc) from exc
         if self.classification:
             self._per.learn_one(inst.x, y)
             self._maj.learn_one(inst.x, y)
