@@ -339,7 +339,20 @@ class Experiment:
         if y not in self._class_set:
             self._class_set.add(y)
             self.classes.append(str(y))
+            self._check_positive(y)
         return y
+
+    def _check_positive(self, y: Any) -> None:
+        """A stream whose classes were not known ahead: refuse the positive class at the
+        label that shows it wrong, the second class seen when neither is the positive
+        (the AUC is that of a binary stream)."""
+        positive = self.config.positive
+        if positive is None or positive in self.classes or len(self.classes) != 2:
+            return
+        raise ValueError(
+            f"positive class {positive!r} is not one of the stream's classes: label {str(y)!r} "
+            f"(label number {self.n_labelled}) is its second class after {self.classes[0]!r}"
+        )
 
     def _references(self, inst: Any, ts: float, unchanged: bool) -> _References:
         """No-Change's and Majority's first prediction, and their bins when re-evaluating."""

@@ -344,7 +344,7 @@ def compose_client() -> list[str] | None:
 def test_make_kafka_targets_compose_file_is_valid() -> None:
     """`make kafka-up/kafka-experiment/kafka-down` use a compose file the client accepts."""
     makefile = (ROOT / "Makefile").read_text()
-    m = re.search(r"^COMPOSE := docker compose -p (\S+) -f (\S+)", makefile, re.M)
+    m = re.search(r"^COMPOSE := \$\(COMPOSE_CMD\) -p (\S+) -f (\S+)", makefile, re.M)
     assert m, "Makefile has no COMPOSE line"
     project, compose = m.group(1), ROOT / m.group(2)
     assert compose.is_file()
