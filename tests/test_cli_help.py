@@ -44,6 +44,18 @@ def test_every_subcommand_is_walked() -> None:
     assert {"streameval submit", "streameval config", "streameval config show"} <= names
 
 
+def shows(text: str, default: object) -> bool:
+    """Whether ``text`` names ``default`` (``30`` names the float 30.0 too).
+
+    >>> shows("(default 30)", 30.0), shows("(default 30)", 3.0)
+    (True, False)
+    """
+    names = {str(default)}
+    if isinstance(default, float) and default.is_integer():
+        names.add(str(int(default)))
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.]|\.\d)", text) for n in names)
+
+
 @pytest.mark.parametrize(("name", "parser"), PARSERS, ids=[n for n, _ in PARSERS])
 def test_every_option_has_help_default_and_variable(
     name: str, parser: argparse.ArgumentParser
@@ -64,8 +76,10 @@ def test_every_option_has_help_default_and_variable(
         text = formatter._expand_help(action)
         default = action.default
         shown = default not in (None, False, argparse.SUPPRESS, [])
-        if action.option_strings and shown and str(default) not in text:
+        if action.option_strings and shown and not shows(text, default):
             problems.append(f"{label}: default {default!r} not shown in {text!r}")
+        if text.lower().count("default") > 1:
+            problems.append(f"{label}: the default is said twice in {text!r}")
         env = OPTION_ENV.get(action.dest)
         if env and f"${env}" not in text:
             problems.append(f"{label}: environment variable {env} not named in {text!r}")

@@ -565,7 +565,12 @@ def toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
+#: Repeatable options shown under their plural, as config files write them (both are read).
+SHOWN_PLURAL = {"learner": "learners", "detector": "detectors"}
+
+
 def _line(key: str, value: Any, source: Source, secret: bool = False) -> str:
+    key = SHOWN_PLURAL.get(key, key)
     if value is None:
         return f"# {key} (unset)".ljust(40) + f"  # {source}"
     shown = SECRET_MASK if secret and value else value
