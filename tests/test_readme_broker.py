@@ -5,7 +5,8 @@ the address it printed, starts a worker, submits an experiment and replays its d
 Python consumer reads the metrics topic at ``localhost:9092``. This test does the same: the
 broker in the background on a free port (9092 may be taken here), the session block and the
 consumer verbatim but for that address (and the worker's web port, given through a config
-file so that the command stays as written: 6066 may be taken too). The consumer must print
+file so that the command stays as written: 6066 may be taken too; the same file lengthens
+the worker's ``--idle-timeout``, see the test). The consumer must print
 every learner's final metrics and the results line, and the accuracies it prints are those
 ``evaluate`` computes in-process for the same experiment.
 
@@ -102,7 +103,10 @@ def test_readme_session_against_streameval_broker(tmp_path: Path, data_dir: Path
     env = shell_env(data_dir)
     port = free_port()
     config = tmp_path / "web.toml"
-    config.write_text(f"[worker]\nweb_port = {free_port()}\n")
+    # idle_timeout: at load average 10 the worker's labels fetches stalled for more than
+    # the default 30 s behind a backlog of features, and 18,677 events were released early
+    # by the idle rule (out of evaluate's order): not what this test is about
+    config.write_text(f"[worker]\nweb_port = {free_port()}\nidle_timeout = 3600.0\n")
     popen = {"cwd": tmp_path, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
     broker = subprocess.Popen(
         ["bash", "-c", broker_cmd.replace("--port 9092", f"--port {port}")],

@@ -492,7 +492,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--web-bind",
         default="127.0.0.1",
-        help="address the web views listen on (default loopback; 0.0.0.0 for every interface)",
+        help="address the web views listen on (default 127.0.0.1, loopback; 0.0.0.0 for every "
+        "interface)",
     )
     p.add_argument(
         "--web-host",
