@@ -8,6 +8,7 @@ the parser's subcommands must list the same commands.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -156,3 +157,38 @@ def test_readme_table_lists_every_subcommand_and_nothing_else() -> None:
     table = readme_commands()
     assert sorted(table) == sorted(parser_commands)
     assert len(table) == len(set(table))
+
+
+def test_submit_lists_only_the_options_it_uses() -> None:
+    """``submit`` writes no results (the worker publishes them): no --json, --plot, --report."""
+    commands = subcommands(build_parser())
+    submit = {o for a in commands["submit"]._actions for o in a.option_strings}
+    evaluate = {o for a in commands["evaluate"]._actions for o in a.option_strings}
+    assert evaluate - submit == {"--json", "--plot", "--report", "--no-progress", "--allow-import"}
+    assert {"--learner", "--reeval-k", "--snapshot-every", "--broker-timeout"} <= submit
+
+
+def test_config_show_names_list_keys_as_the_file_does(tmp_path: Path, capsys) -> None:
+    from streameval.cli.main import main
+
+    path = tmp_path / "c.toml"
+    path.write_text('[experiment]\nlearners = ["nb", "ht"]\ndetectors = ["ph"]\njson = "r.json"\n')
+    assert main(["config", "show", "evaluate", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf'^learners = \["nb", "ht"\]\s+# file {re.escape(str(path))}:2$', out, re.M)
+    assert re.search(r'^detectors = \["ph"\]\s+# file ', out, re.M)
+    assert not re.search(r"^(learner|detector) = ", out, re.M)
+    # submit has no json: the [experiment] key applies to evaluate and run only
+    assert main(["config", "show", "submit", "--config", str(path)]) == 0
+    assert not re.search(r"^json = ", capsys.readouterr().out, re.M)
+
+
+def test_a_results_path_from_a_config_file_is_named(tmp_path: Path, monkeypatch, capsys) -> None:
+    from streameval.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('[evaluate]\njson = "r.json"\n')
+    argv = ["evaluate", "--config", "c.toml", "--dataset", "sea[n=300]", "--learner", "nb"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "results written to r.json (json from c.toml:2)" in capsys.readouterr().err
+    assert json.loads((tmp_path / "r.json").read_text())["n_instances"] == 300
