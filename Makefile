@@ -44,7 +44,9 @@ faults: install  ## the fault injections (killed workers, lost broker) and the 1
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
 
-COMPOSE := docker compose -p streameval -f docker/docker-compose.yml
+# Compose v2 (`docker compose`), else the v1 binary (`docker-compose`)
+COMPOSE_CMD ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
+COMPOSE := $(COMPOSE_CMD) -p streameval -f docker/docker-compose.yml
 
 .PHONY: kafka-up kafka-down kafka-experiment report
 

@@ -106,7 +106,8 @@ def wait_for_broker(
         try:
             md = admin.list_topics(timeout=min(remaining, 1.0))
         except KafkaException as exc:
-            last_error = str(exc.args[0]) if exc.args else repr(exc)
+            error = exc.args[0] if exc.args else exc
+            last_error = error.str() if hasattr(error, "str") else str(error)  # a KafkaError
             time.sleep(0.05)
             continue
         if md.brokers:

@@ -323,8 +323,12 @@ def run_through_kafka(
     predictions: bool = False,
     inline: bool = True,
     broker_timeout: float | None = None,
+    on_broker: Callable[[str, bool], None] | None = None,
 ) -> dict[str, Any]:
     """The whole ``run``: broker, topics, worker, experiment, replay, results.
+
+    ``on_broker(bootstrap, embedded)`` is told the broker's address once it answers
+    (``streameval run`` prints it, so other clients can attach to the run's topics).
 
     Without ``predictions`` the worker makes and publishes none (``--no-predictions``):
     the results document is the same (it is ``evaluate``'s), the predictions topic stays
@@ -348,6 +352,8 @@ def run_through_kafka(
     embedded = settings.embedded
     with broker_for(settings) as bootstrap:
         settings = settings.with_bootstrap(bootstrap)
+        if on_broker is not None:
+            on_broker(bootstrap, embedded)
         ensure_topics(
             settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
         )

@@ -56,7 +56,20 @@ def prepare(
         changes["drift_points"] = drift_points
     if changes:
         config = ExperimentConfig.from_dict({**config.to_dict(), **changes})
+    _check_positive(config, dataset)
     return dataset, config
+
+
+def _check_positive(config: ExperimentConfig, dataset: Dataset) -> None:
+    """Refuse a positive class the dataset does not have (its AUC would be meaningless)."""
+    classes = [str(c) for c in getattr(dataset, "classes", None) or []]
+    if config.task != "classification" or config.positive is None or not classes:
+        return
+    if str(config.positive) not in classes:
+        raise ValueError(
+            f"positive class {config.positive!r} is not one of the classes of "
+            f"{config.dataset}: {', '.join(classes)}"
+        )
 
 
 def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]:

@@ -48,6 +48,7 @@ from streameval.pipeline.events import (
     PredictionEvent,
     clean,
 )
+from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.learners import as_learner, bind_context
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
@@ -259,21 +260,34 @@ class Experiment:
         return out
 
     def _predict(self, learner: Any, x: Any, at: int) -> tuple[Any, dict | None]:
-        if self.classification:
-            proba = learner.predict_proba_one(x, at=at)
-            return self.protocol.cold_start(argmax(proba)), proba
-        return learner.predict_one(x, at=at), None
+        try:
+            if self.classification:
+                proba = learner.predict_proba_one(x, at=at)
+                return self.protocol.cold_start(argmax(proba)), proba
+            return learner.predict_one(x, at=at), None
+        except Exception as exc:
+            raise self._failed(learner, at, "predict", exc) from exc
 
     def _predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
         """One batched call: the label (or value) predicted for each instance."""
-        if self.classification:
-            labels = getattr(learner, "predict_labels_many", None)
-            if labels is not None:
-                out = list(labels(xs, at=ats))
-            else:
-                out = [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
-            return list(map(self.protocol.cold_start, out))
-        return list(learner.predict_many(xs, at=ats))
+        try:
+            if self.classification:
+                labels = getattr(learner, "predict_labels_many", None)
+                if labels is not None:
+                    out = list(labels(xs, at=ats))
+                else:
+                    out = [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
+                return list(map(self.protocol.cold_start, out))
+            return list(learner.predict_many(xs, at=ats))
+        except Exception as exc:
+            raise self._failed(learner, ats[0] if ats else -1, "re-predict", exc) from exc
+
+    def _failed(self, learner: Any, at: int, step: str, exc: Exception) -> Exception:
+        """``exc`` of one of the slots' learners as :class:`LearnerFailed` (others as is)."""
+        if isinstance(exc, LearnerFailed):
+            return exc
+        name = next((s.name for s in self.slots if s.learner is learner), None)
+        return exc if name is None else LearnerFailed(name, at, step, exc)
 
     def _ref(self, model: Any, x: Any) -> Any:
         """A reference baseline's prediction, cold start as the protocol says."""
@@ -366,7 +380,20 @@ class Experiment:
         if y not in self._class_set:
             self._class_set.add(y)
             self.classes.append(str(y))
+            self._check_positive(y)
         return y
+
+    def _check_positive(self, y: Any) -> None:
+        """A stream whose classes were not known ahead: refuse the positive class at the
+        label that shows it wrong, the second class seen when neither is the positive
+        (the AUC is that of a binary stream)."""
+        positive = self.config.positive
+        if positive is None or positive in self.classes or len(self.classes) != 2:
+            return
+        raise ValueError(
+            f"positive class {positive!r} is not one of the stream's classes: label {str(y)!r} "
+            f"(label number {self.n_labelled}) is its second class after {self.classes[0]!r}"
+        )
 
     def _references(self, inst: Any, y: Any, ts: float, unchanged: bool) -> _References:
         """No-Change's and Majority's first prediction, and their bins when re-evaluating."""
@@ -457,7 +484,10 @@ class Experiment:
     def _learn(self, inst: Any, y: Any) -> None:
         """Every learner and reference learns the label; the context releases it."""
         for slot in self.slots:
-            slot.learner.learn_one(inst.x, y, at=inst.at)
+            try:
+                slot.learner.learn_one(inst.x, y, at=inst.at)
+            except Exception as exc:
+                raise LearnerFailed(slot.name, inst.at, "learn", exc) from exc
         if self.classification:
             self._per.learn_one(inst.x, y)
             self._maj.learn_one(inst.x, y)

@@ -52,6 +52,7 @@ from typing import Any
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import EndOfStream, InputEvent, LabelEvent, Output
 from streameval.pipeline.experiment import Experiment
+from streameval.pipeline.failure import describe
 from streameval.pipeline.ingest import IngestGuard, Rejection
 from streameval.pipeline.memory import BytePool, budget_refusal, footprint
 from streameval.pipeline.merge import FEATURES, EventMerger, Queued, Source
@@ -217,7 +218,7 @@ class StreamRunner:
                 try:
                     outputs.extend(self.experiment.process(ok, nbytes))
                 except Exception as exc:  # isolate the stream: see the module docstring
-                    self.failed = f"{type(exc).__name__}: {exc}"
+                    self.failed = describe(exc)
                     rejections.append(
                         Rejection(
                             "experiment_error",

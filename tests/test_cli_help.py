@@ -8,6 +8,7 @@ the parser's subcommands must list the same commands.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -44,6 +45,18 @@ def test_every_subcommand_is_walked() -> None:
     assert {"streameval submit", "streameval config", "streameval config show"} <= names
 
 
+def shows(text: str, default: object) -> bool:
+    """Whether ``text`` names ``default`` (``30`` names the float 30.0 too).
+
+    >>> shows("(default 30)", 30.0), shows("(default 30)", 3.0)
+    (True, False)
+    """
+    names = {str(default)}
+    if isinstance(default, float) and default.is_integer():
+        names.add(str(int(default)))
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}(?![\w.]|\.\d)", text) for n in names)
+
+
 @pytest.mark.parametrize(("name", "parser"), PARSERS, ids=[n for n, _ in PARSERS])
 def test_every_option_has_help_default_and_variable(
     name: str, parser: argparse.ArgumentParser
@@ -64,8 +77,10 @@ def test_every_option_has_help_default_and_variable(
         text = formatter._expand_help(action)
         default = action.default
         shown = default not in (None, False, argparse.SUPPRESS, [])
-        if action.option_strings and shown and str(default) not in text:
+        if action.option_strings and shown and not shows(text, default):
             problems.append(f"{label}: default {default!r} not shown in {text!r}")
+        if text.lower().count("default") > 1:
+            problems.append(f"{label}: the default is said twice in {text!r}")
         env = OPTION_ENV.get(action.dest)
         if env and f"${env}" not in text:
             problems.append(f"{label}: environment variable {env} not named in {text!r}")
@@ -142,3 +157,38 @@ def test_readme_table_lists_every_subcommand_and_nothing_else() -> None:
     table = readme_commands()
     assert sorted(table) == sorted(parser_commands)
     assert len(table) == len(set(table))
+
+
+def test_submit_lists_only_the_options_it_uses() -> None:
+    """``submit`` writes no results (the worker publishes them): no --json, --plot, --report."""
+    commands = subcommands(build_parser())
+    submit = {o for a in commands["submit"]._actions for o in a.option_strings}
+    evaluate = {o for a in commands["evaluate"]._actions for o in a.option_strings}
+    assert evaluate - submit == {"--json", "--plot", "--report", "--no-progress", "--allow-import"}
+    assert {"--learner", "--reeval-k", "--snapshot-every", "--broker-timeout"} <= submit
+
+
+def test_config_show_names_list_keys_as_the_file_does(tmp_path: Path, capsys) -> None:
+    from streameval.cli.main import main
+
+    path = tmp_path / "c.toml"
+    path.write_text('[experiment]\nlearners = ["nb", "ht"]\ndetectors = ["ph"]\njson = "r.json"\n')
+    assert main(["config", "show", "evaluate", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf'^learners = \["nb", "ht"\]\s+# file {re.escape(str(path))}:2$', out, re.M)
+    assert re.search(r'^detectors = \["ph"\]\s+# file ', out, re.M)
+    assert not re.search(r"^(learner|detector) = ", out, re.M)
+    # submit has no json: the [experiment] key applies to evaluate and run only
+    assert main(["config", "show", "submit", "--config", str(path)]) == 0
+    assert not re.search(r"^json = ", capsys.readouterr().out, re.M)
+
+
+def test_a_results_path_from_a_config_file_is_named(tmp_path: Path, monkeypatch, capsys) -> None:
+    from streameval.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('[evaluate]\njson = "r.json"\n')
+    argv = ["evaluate", "--config", "c.toml", "--dataset", "sea[n=300]", "--learner", "nb"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "results written to r.json (json from c.toml:2)" in capsys.readouterr().err
+    assert json.loads((tmp_path / "r.json").read_text())["n_instances"] == 300

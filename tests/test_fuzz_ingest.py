@@ -670,7 +670,9 @@ def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worke
         h.send("features", encode(end))
         h.send("labels", encode(end))
     bad, good = h.worker.runners["bad"], h.worker.runners["good"]
-    assert bad.failed == "ValueError: cannot learn boom" and not bad.finished
+    # the learner, the instance (arrival order) and the exception
+    failed = "learner 'nb' failed on instance 3 (learn): ValueError: cannot learn boom"
+    assert bad.failed == failed and not bad.finished
     assert bad.experiment.n_labelled == 4  # labels 0-3 were scored; 3 failed while learning
     # label 3 was released by the features of 4 (then in the merge); after the failure came
     # label 4, the features and label of 5 and the two end markers
@@ -688,7 +690,7 @@ def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worke
         "kind": "failed",
         "n_labelled": 4,
         "ts": 3.0,  # the time of label 3, the event that failed
-        "error": "ValueError: cannot learn boom",
+        "error": failed,
         "deadletter": NAMES.deadletter,
         "seq": notice["seq"],
     }
@@ -715,7 +717,8 @@ def test_a_stream_that_fails_on_an_idle_released_event_says_so() -> None:
     h.worker.release.heard["s"]["features"] = now - 6.0
     h.worker.release.queued_since.setdefault("s", {})["labels"] = now - 6.0
     h.worker.tick()
-    assert runner.failed == "ValueError: cannot learn boom"
+    failed = "learner 'nb' failed on instance 0 (learn): ValueError: cannot learn boom"
+    assert runner.failed == failed
     [notice] = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
     assert notice["stream"] == "s" and notice["error"] == runner.failed
 

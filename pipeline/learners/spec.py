@@ -408,13 +408,21 @@ def _import_model(component: Component, task: str, allow_import: bool) -> Any:
     module_name, _, class_name = path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
-        obj = cls(**params)
     except (ImportError, AttributeError, TypeError, ValueError) as e:
         raise SpecError(f"import[path={path}]: {e}") from e
-    try:
+    try:  # imported code may raise anything: the spec is what failed
+        obj = cls(**params)
         return as_learner(obj, task)  # type: ignore[arg-type]
     except TypeError as e:
         raise SpecError(f"import[path={path}]: {e}") from e
+    except Exception as e:
+        raise SpecError(f"import[path={path}]: not a usable learner: {_what(e)}") from e
+
+
+def _what(exc: BaseException) -> str:
+    """``exc`` as its type and message (an empty message says little alone)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _build_model(component: Component, task: str, seed: int, allow_import: bool) -> Any:

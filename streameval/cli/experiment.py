@@ -30,8 +30,10 @@ detectors: ph, ph[estimator=fading,alpha=0.999], ratio_fading, ratio_window, adw
 """
 
 
-def add_experiment_options(p: argparse.ArgumentParser) -> None:
-    """The options that define an experiment (shared by evaluate and run)."""
+def add_experiment_options(p: argparse.ArgumentParser, outputs: bool = True) -> None:
+    """The options that define an experiment (shared by evaluate, run and submit); with
+    ``outputs``, also where the results go (``--json``, ``--plot``, ``--report``), which
+    ``submit`` has not: the worker publishes them."""
     g = p.add_argument_group("stream")
     g.add_argument(
         "--dataset",
@@ -140,19 +142,21 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
         help="rebuild a learner from its spec whenever one of its detectors alarms",
     )
     g = p.add_argument_group("output")
-    g.add_argument("--json", default=None, metavar="FILE", help="write the results JSON here")
-    g.add_argument(
-        "--plot",
-        default=None,
-        metavar="PNG",
-        help="with --reeval-k: write the binned accuracy plot here (default: next to --json)",
-    )
     g.add_argument(
         "--snapshot-every",
         type=int,
         default=0,
         metavar="N",
         help="emit a metrics snapshot every N labels (default: only at the end)",
+    )
+    if not outputs:
+        return
+    g.add_argument("--json", default=None, metavar="FILE", help="write the results JSON here")
+    g.add_argument(
+        "--plot",
+        default=None,
+        metavar="PNG",
+        help="with --reeval-k: write the binned accuracy plot here (default: next to --json)",
     )
     add_report_option(g)
     g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -189,13 +193,19 @@ def print_results(results: dict[str, Any], out: Any = None) -> None:
     print(results_text(results), file=out or sys.stdout)
 
 
+def _from_file(args: argparse.Namespace, dest: str) -> str:
+    """`` (json from streameval.toml:16)`` when a config file named this output path."""
+    source = getattr(args, "config_sources", {}).get(dest)
+    return f" ({dest} from {source.name})" if source is not None and source.kind == "file" else ""
+
+
 def write_outputs(results: dict[str, Any], args: argparse.Namespace) -> None:
     """--json and --plot."""
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"results written to {path}", file=sys.stderr)
+        print(f"results written to {path}{_from_file(args, 'json')}", file=sys.stderr)
     if results["config"].get("reeval_k"):
         plot = args.plot or (str(Path(args.json).with_suffix(".binned.png")) if args.json else None)
         if plot:

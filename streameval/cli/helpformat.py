@@ -22,7 +22,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             return action.help
         default = action.default
         shown = default not in (None, False, argparse.SUPPRESS) and default != []
-        if shown and "%(default)" not in text and str(default) not in text:
+        # a help text that speaks of its default ("default 30", "default: off") says it once
+        if shown and "default" not in text.lower():
             text += " (default: %(default)s)"
         env = OPTION_ENV.get(action.dest)
         if env and f"${env}" not in text:

@@ -78,6 +78,28 @@ def _add_kafka_options(p: argparse.ArgumentParser) -> None:
         help="Kafka bootstrap servers (default: $KAFKA_BOOTSTRAP_SERVERS; SASL/SSL settings "
         "come from the KAFKA_* environment variables, see the README)",
     )
+    g.add_argument(
+        "--verbose",
+        action="store_true",
+        help="let librdkafka's own log lines (every reconnection attempt) through to stderr",
+    )
+
+
+def _reach(settings: KafkaSettings, command: str, timeout: float | None = None) -> None:
+    """Wait (up to the broker timeout, at most 15 s) until the cluster answers; else
+    :class:`~streameval.agents.broker.BrokerUnavailable` naming the address (exit 75)."""
+    from streameval.agents.broker import MAX_PROBE_TIMEOUT, wait_for_broker
+    from streameval.agents.health import broker_timeout
+
+    conf = settings.confluent_config()
+    bootstrap = conf.pop("bootstrap.servers")
+    wait_for_broker(
+        bootstrap,
+        min(broker_timeout(timeout), MAX_PROBE_TIMEOUT),
+        config=conf,
+        hint=f"{command} needs a running broker: start one with `streameval broker`, or check "
+        "KAFKA_BOOTSTRAP_SERVERS (--bootstrap) and the KAFKA_* security settings",
+    )
 
 
 def _add_broker_timeout(p: argparse.ArgumentParser) -> None:
@@ -152,6 +174,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = run_through_kafka(
         config,
         _settings(args),
+        on_broker=_say_broker,
         data_dir=args.data_dir,
         progress=not args.no_progress,
         pack=args.pack,
@@ -165,6 +188,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_results(results)
     write_outputs(results, args)
     return 0
+
+
+def _say_broker(bootstrap: str, embedded: bool) -> None:
+    """``run``'s line naming the broker it uses, so other clients can attach to it."""
+    kind = "embedded broker, stops with the run" if embedded else "KAFKA_BOOTSTRAP_SERVERS"
+    print(f"streameval run: Kafka at {bootstrap} ({kind})", file=sys.stderr, flush=True)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -273,7 +302,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if settings.embedded:
-        raise ValueError("streameval replay needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap)")
+        raise ValueError(
+            "streameval replay needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap); "
+            "`streameval broker` starts a local one"
+        )
     config = ExperimentConfig(
         stream=args.stream_id or args.dataset,
         learners=["nochange"],
@@ -281,6 +313,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         delay=args.delay,
         limit=args.limit,
     )
+    from streameval.pipeline.evaluate import prepare
+
+    prepare(config, args.data_dir)  # a missing dataset is said before the broker is asked
+    _reach(settings, "replay", args.broker_timeout)
     stats = replay_dataset(
         settings,
         config,
@@ -299,12 +335,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     if settings.embedded:
-        raise ValueError("streameval submit needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap)")
+        raise ValueError(
+            "streameval submit needs KAFKA_BOOTSTRAP_SERVERS (or --bootstrap); "
+            "`streameval broker` starts a local one"
+        )
     config = config_from_args(args)
     if args.dataset is not None:
         _, config = prepare(config, args.data_dir)
     else:
         config = _source_experiment(config, args)
+    _reach(settings, "submit", args.broker_timeout)
     submit_experiment(settings, config)
     print(f"experiment for stream {config.stream!r} submitted")
     return 0
@@ -454,7 +494,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--web-bind",
         default="127.0.0.1",
-        help="address the web views listen on (default loopback; 0.0.0.0 for every interface)",
+        help="address the web views listen on (default 127.0.0.1, loopback; 0.0.0.0 for every "
+        "interface)",
     )
     p.add_argument(
         "--web-host",
@@ -491,6 +532,7 @@ def register(sub: Any) -> None:
     p.add_argument("--pack", type=int, default=1, help="events per message (default 1)")
     p.add_argument("--no-progress", action="store_true")
     _add_kafka_options(p)
+    _add_broker_timeout(p)
     p.set_defaults(handler=cmd_replay)
 
     p = sub.add_parser(
@@ -500,8 +542,9 @@ def register(sub: Any) -> None:
         "`streameval replay`), or over the user's own topics (a source mapping, [source] "
         "or --source-*, read by a worker with the same mapping).",
     )
-    add_experiment_options(p)
+    add_experiment_options(p, outputs=False)  # it writes no results: no --json, --report
     options_of(p)["dataset"].required = False
     add_source_options(p)
     _add_kafka_options(p)
+    _add_broker_timeout(p)
     p.set_defaults(handler=cmd_submit)

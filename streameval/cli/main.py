@@ -8,6 +8,7 @@ experiment options are shared by ``evaluate`` (in-process) and ``run``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -15,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from streameval.cli.broker import add_broker_command
+from streameval.cli.checks import check_bounds, one_line_errors
 from streameval.cli.data import add_data_command
 from streameval.cli.experiment import (
     EPILOG_SPECS,
@@ -125,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         register = None
     if register is not None:
         register(sub)
+        add_broker_command(sub)
     add_config_command(sub)
     _finish(parser)
     return parser
@@ -176,6 +180,7 @@ def _finish(parser: argparse.ArgumentParser) -> None:
 
     commands = subcommands(parser)
     shared = options(commands["evaluate"])
+    one_line_errors(parser)
     parser.formatter_class = HelpFormatter
     parser.epilog = (parser.epilog or "") + EPILOG_CONFIG
     for name, p in commands.items():
@@ -271,21 +276,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{args.command}` lists every value and its source",
             file=sys.stderr,
         )
-    try:
-        if args.command != "config":
-            register_learners(args)
-        return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        from streameval.pipeline.spec import SpecError
+    from streameval.cli.errors import QuietLibrdkafka, exit_code, one_line
 
-        known = (SpecError, ValueError, OSError, RuntimeError, TimeoutError)
-        if os.environ.get("STREAMEVAL_DEBUG") or not isinstance(exc, known):
-            raise
-        print(f"streameval {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    quiet = QuietLibrdkafka() if not getattr(args, "verbose", True) else contextlib.nullcontext()
+    with quiet:
+        try:
+            check_bounds(args)
+            if args.command != "config":
+                register_learners(args)
+            return int(args.handler(args) or 0)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            code = exit_code(exc)
+            if os.environ.get("STREAMEVAL_DEBUG") or code is None:
+                raise
+            print(f"streameval {args.command}: error: {one_line(str(exc))}", file=sys.stderr)
+            return code
 
 
 if __name__ == "__main__":

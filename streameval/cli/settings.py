@@ -54,6 +54,8 @@ SECRET_MASK = "***"
 EXPERIMENT = "experiment"
 #: ``[experiment]`` keys that also apply to every other subcommand with that option.
 STREAM_KEYS = frozenset({"dataset", "delay", "limit", "stream_id", "data_dir"})
+#: ``[experiment]`` keys of where results go: ``submit`` has none of them (the worker publishes).
+OUTPUT_KEYS = frozenset({"json", "plot", "report", "no_progress"})
 #: Options whose value an environment variable gives when no flag does.
 OPTION_ENV: dict[str, str] = {
     "config": CONFIG_ENV,
@@ -297,7 +299,7 @@ class Schema:
         opts = options(self.commands[command])
         if key not in opts or key not in self.experiment_keys:
             return False
-        return self.experiment_keys <= set(opts) or key in STREAM_KEYS
+        return self.experiment_keys - OUTPUT_KEYS <= set(opts) or key in STREAM_KEYS
 
     def canonical_key(self, section: str, key: str) -> str | None:
         """The option dest / env key that ``key`` names in ``section`` (None: unknown)."""
@@ -564,7 +566,12 @@ def toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
+#: Repeatable options shown under their plural, as config files write them (both are read).
+SHOWN_PLURAL = {"learner": "learners", "detector": "detectors"}
+
+
 def _line(key: str, value: Any, source: Source, secret: bool = False) -> str:
+    key = SHOWN_PLURAL.get(key, key)
     if value is None:
         return f"# {key} (unset)".ljust(40) + f"  # {source}"
     shown = SECRET_MASK if secret and value else value
