@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streameval.pipeline.config import ExperimentConfig, Task
+from streameval.pipeline.config import ExperimentConfig, Task, auto_snapshot_every
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.progress import Progress
@@ -32,7 +32,7 @@ def prepare(
     dataset: Dataset | None = None,
 ) -> tuple[Dataset, ExperimentConfig]:
     """Load ``config.dataset`` (unless ``dataset`` is given) and fill what the dataset
-    knows (positive class, drift points).
+    knows (positive class, drift points, the snapshot interval left to choose).
 
     The returned config is the one both drivers use, so that they agree.
     """
@@ -50,9 +50,19 @@ def prepare(
     drift_points = list(getattr(dataset, "drift_points", None) or [])
     if not config.drift_points and drift_points:
         changes["drift_points"] = drift_points
+    if config.snapshot_every is None:
+        changes["snapshot_every"] = auto_snapshot_every(_known_length(config, dataset))
     if changes:
         config = ExperimentConfig.from_dict({**config.to_dict(), **changes})
     return dataset, config
+
+
+def _known_length(config: ExperimentConfig, dataset: Dataset) -> int | None:
+    """Instances the replay will hold, when the dataset or the limit says."""
+    n = getattr(dataset, "n_instances", None)
+    if config.limit is not None:
+        return config.limit if n is None else min(n, config.limit)
+    return n
 
 
 def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]:
@@ -63,9 +73,7 @@ def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]
 
 def expected_events(config: ExperimentConfig, dataset: Dataset) -> int | None:
     """How many events the schedule holds (2 per instance + the end marker), if known."""
-    n = getattr(dataset, "n_instances", None)
-    if config.limit is not None:
-        n = config.limit if n is None else min(n, config.limit)
+    n = _known_length(config, dataset)
     return None if n is None else 2 * n + 1
 
 

@@ -132,9 +132,10 @@ def add_experiment_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--snapshot-every",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
-        help="emit a metrics snapshot every N labels (default: only at the end)",
+        help="emit a metrics snapshot every N labels; 0: only at the end "
+        "(default: every 1%% of a stream of known length, else every 1000 labels)",
     )
     add_report_option(g)
     g.add_argument("--no-progress", action="store_true", help="hide the progress bar")
