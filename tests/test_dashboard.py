@@ -422,6 +422,19 @@ return {n: Number(s.dataset.nLabelled), charts, rows, text: s.innerText,
 VERDICT = {1: "beats", 0: "equal", -1: "FAILS"}
 
 
+def tick_value(label: str) -> float:
+    """The number a tick label shows ("2.5k" is 2500)."""
+    scale = {"k": 1e3, "M": 1e6}.get(label[-1:], 1.0)
+    return float(label.rstrip("kM")) * scale
+
+
+def evenly_spaced(labels: list[str]) -> bool:
+    """Tick labels that read as values an equal step apart: exact, none repeated."""
+    values = [tick_value(t) for t in labels]
+    steps = [b - a for a, b in itertools.pairwise(values)]
+    return all(s > 0 and abs(s - steps[0]) <= 1e-9 * max(1.0, abs(s)) for s in steps)
+
+
 def check_story(page: dict[str, Any], stream: dict[str, Any], finished: bool) -> None:
     """What the dashboard must show of ``stream`` (its ``/api/metrics`` part)."""
     charts = page["charts"]
@@ -430,6 +443,7 @@ def check_story(page: dict[str, Any], stream: dict[str, Any], finished: bool) ->
         for axis in ("yticks", "xticks"):
             labels = chart[axis]
             assert labels and len(set(labels)) == len(labels), (key, axis, labels)
+            assert evenly_spaced(labels), (key, axis, labels)  # "0.88" for 0.875 is not
         assert chart["points"] and min(chart["points"]) > 1, (key, chart)  # curves, not dots
     for key in ("accuracy", "auc", "window.accuracy", "binned"):  # bounded in [0, 1]
         ticks = [float(t) for t in shown[key]["yticks"]]
@@ -638,7 +652,15 @@ def test_dashboard_updates_live_in_chromium(
         assert second["binned"] == len(LEARNERS)
         assert second["health"] == "worker healthy"
         running = wait_for(
-            lambda: (r := browser.execute_script(STORY)) and r["eta"] and r, 30, "an ETA", alive
+            lambda: (
+                (r := browser.execute_script(STORY))
+                and r["eta"]
+                and min(r["charts"]["throughput"]["points"] or [0]) > 1
+                and r
+            ),
+            30,
+            "an ETA and a throughput curve",
+            alive,
         )
         png_checks(browser.get_screenshot_as_png(), shots / "dashboard-live.png")
 
