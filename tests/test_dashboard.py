@@ -573,11 +573,11 @@ def test_dashboard_updates_live_in_chromium(
 
         feeder.join(60)
         assert not replay_errors, replay_errors
-        results = waiter.wait(60, alive=alive)
+        results = waiter.wait(300, alive=alive)  # generous: a loaded machine
         assert results["n_labelled"] == 4000
         final = wait_for(
             lambda: (r := browser.execute_script(CHART_POINTS)) and r["n"] == 4000 and r,
-            10,
+            30,
             "the final snapshot on the page",
         )
         assert final["markers"] > 0  # ddm alarms drawn on the accuracy chart
@@ -596,4 +596,4 @@ def test_dashboard_updates_live_in_chromium(
     finally:
         stop_worker(worker)
         feeder.join(5)
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 400  # 15 s of replay; the rest is a loaded machine
