@@ -16,7 +16,10 @@ with 405).
 * ``binned``: the latest re-evaluation curve (accuracy per bin, ``B + 2`` bins:
   the first prediction, ``B`` bins of the waiting period, the test-then-train
   prediction) and the ``n_labelled`` it was taken at;
-* ``drift``: the latest alarms (learner, detector, index, ts, statistic).
+* ``drift``: the latest alarms (learner, detector, index, ts, statistic);
+* ``settings``: the experiment's settings (:data:`SETTINGS`) and ``expected``, the
+  labels a replay of known length will bring (see :func:`known_length`), for the
+  progress and ETA the page shows.
 
 ``?since=V`` with the ``version`` of a previous answer returns only
 ``{"version": V, "unchanged": true, "generated": ..., "health": ...}`` when nothing was
@@ -47,7 +50,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import DriftEvent, MetricSnapshot
+from streameval.pipeline.spec import SpecError, parse_component
+from streameval.pipeline.streams.files import is_file_spec
+from streameval.pipeline.streams.real import REAL_DATASETS
 
 #: Snapshot metrics kept as time series (``None`` where a snapshot lacks one, e.g. ``auc``
 #: of a stream that is not binary).
@@ -59,6 +66,24 @@ SERIES_METRICS = (
     "kappa_m",
     "auc",
     "window.accuracy",
+    "window.kappa_per",
+    "fading.accuracy",
+    "fading.kappa_per",
+)
+#: The experiment's settings the page lists (``settings`` of a stream, see :func:`settings_of`).
+SETTINGS = (
+    "dataset",
+    "delay",
+    "limit",
+    "window",
+    "fading",
+    "reeval_k",
+    "bins",
+    "detectors",
+    "drift_reset",
+    "positive",
+    "snapshot_every",
+    "seed",
 )
 #: Snapshots kept per stream and learner, and drift alarms kept per stream and learner.
 DEFAULT_MAXLEN = 2000
@@ -76,6 +101,45 @@ def _number(value: Any, digits: int = 6) -> float | None:
         return None
     value = float(value)
     return round(value, digits) if math.isfinite(value) else None
+
+
+def known_length(config: ExperimentConfig) -> int | None:
+    """Instances of the stream, when its limit or its dataset spec says (else ``None``).
+
+    Files are not opened: only the limit, a real dataset's registered size and a
+    synthetic spec's ``n`` count.
+
+    >>> known_length(ExperimentConfig("s", ["nb"], dataset="electricity"))
+    45312
+    >>> known_length(ExperimentConfig("s", ["nb"], dataset="sea[n=500]", limit=800))
+    500
+    >>> known_length(ExperimentConfig("s", ["nb"], dataset="csv:x.csv")) is None
+    True
+    """
+    sizes = [config.limit] if config.limit is not None else []
+    spec = config.dataset or ""
+    if spec and not is_file_spec(spec):
+        try:
+            comp = parse_component(spec)
+        except SpecError:
+            comp = None
+        if comp is not None and comp.name in REAL_DATASETS:
+            sizes.append(REAL_DATASETS[comp.name].n_instances)
+        n = comp.params.get("n") if comp is not None else None
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            sizes.append(n)
+    return min(sizes) if sizes else None
+
+
+def settings_of(config: ExperimentConfig) -> dict[str, Any]:
+    """What the page lists about an experiment: :data:`SETTINGS` and ``expected`` labels.
+
+    >>> settings_of(ExperimentConfig("s", ["nb"], dataset="sea[n=500]", window=100))["window"]
+    100
+    """
+    out = {name: getattr(config, name) for name in SETTINGS}
+    out["expected"] = known_length(config)
+    return out
 
 
 def throughput(
@@ -104,6 +168,19 @@ def throughput(
     return out
 
 
+def mean_rate(points: Iterable[tuple[Any, ...]]) -> float | None:
+    """Labels per wall second from the first kept point ``(n_labelled, wall, ...)`` to the
+    last: the stream's average speed, also once it finished (``None`` without a span).
+
+    >>> mean_rate([(100, 10.0), (300, 12.0), (1100, 20.0)]), mean_rate([(5, 1.0)])
+    (100.0, None)
+    """
+    points = list(points)
+    if len(points) < 2 or points[-1][1] <= points[0][1]:
+        return None
+    return round((points[-1][0] - points[0][0]) / (points[-1][1] - points[0][1]), 1)
+
+
 @dataclass
 class _Track:
     """What is kept of one learner of one stream."""
@@ -113,6 +190,14 @@ class _Track:
     binned: list[float | None] | None = None
     binned_at: int = 0
     kind: str = "periodic"
+
+
+@dataclass
+class _Stream:
+    """The learners of one stream and its experiment's settings (once defined here)."""
+
+    learners: dict[str, _Track] = field(default_factory=dict)
+    settings: dict[str, Any] | None = None
 
 
 @dataclass
@@ -129,15 +214,20 @@ class DashboardHistory:
     clock: Callable[[], float] = time.time
     changes: int = 0
     epoch: str = field(default_factory=lambda: secrets.token_hex(4))
-    streams: dict[str, dict[str, _Track]] = field(default_factory=dict)
+    streams: dict[str, _Stream] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
         """Changes whenever something is recorded (and differs between worker processes)."""
         return f"{self.epoch}.{self.changes}"
 
+    def define(self, config: ExperimentConfig) -> None:
+        """Keep the settings of an experiment this worker runs (see :func:`settings_of`)."""
+        self.streams.setdefault(config.stream, _Stream()).settings = settings_of(config)
+        self.changes += 1
+
     def _track(self, stream: str, learner: str) -> _Track:
-        learners = self.streams.setdefault(stream, {})
+        learners = self.streams.setdefault(stream, _Stream()).learners
         track = learners.get(learner)
         if track is None:
             track = learners[learner] = _Track(deque(maxlen=self.maxlen), deque(maxlen=self.maxlen))
@@ -191,7 +281,8 @@ class DashboardHistory:
         names = sorted(self.streams) if stream is None else [stream]
         return {s: self._stream_json(self.streams[s]) for s in names if s in self.streams}
 
-    def _stream_json(self, learners: dict[str, _Track]) -> dict[str, Any]:
+    def _stream_json(self, stream: _Stream) -> dict[str, Any]:
+        learners = stream.learners
         series: dict[str, Any] = {}
         binned: dict[str, Any] = {}
         drift: list[dict[str, Any]] = []
@@ -220,11 +311,14 @@ class DashboardHistory:
                 last_wall = wall[-1] if last_wall is None else max(last_wall, wall[-1])
             finished = finished and track.kind == "final"
         drift.sort(key=lambda a: (a["index"], a["learner"], a["detector"]))
+        first = next(iter(learners.values()), None)
         return {
             "learners": list(learners),
+            "settings": stream.settings,
             "n_labelled": n_labelled,
             "last_update": None if last_wall is None else round(last_wall, 3),
             "final": finished,
+            "rate": mean_rate(first.points) if first is not None else None,
             "series": series,
             "binned": binned,
             "drift": drift,

@@ -245,6 +245,7 @@ class StreamWorker:
             return refuse("bad_experiment", str(exc))
         except (SpecError, ValueError) as exc:  # allow-listed learners and detectors only
             return refuse("bad_experiment", f"experiment refused: {exc}")
+        self.history.define(config)  # the dashboard lists its settings
         if runner is None:  # defined already, with this experiment
             return None
         self.admission.charge(config)

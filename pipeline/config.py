@@ -29,6 +29,25 @@ LIMITS = {
     "detectors": 16,
     "classes": 100_000,
 }
+#: Periodic snapshots of a stream of known length when none is asked for (1 % apart).
+AUTO_SNAPSHOTS = 100
+#: Labels between periodic snapshots of a stream of unknown length when none is asked for.
+AUTO_SNAPSHOT_EVERY = 1000
+
+
+def auto_snapshot_every(n_instances: int | None) -> int:
+    """Labels between two periodic snapshots when the experiment does not say.
+
+    A stream of known length gets :data:`AUTO_SNAPSHOTS` of them (every 1 %, at least
+    every label); one of unknown length one every :data:`AUTO_SNAPSHOT_EVERY` labels.
+    Either way a curve over time has many points, not just the final one.
+
+    >>> auto_snapshot_every(45_312), auto_snapshot_every(50), auto_snapshot_every(None)
+    (453, 1, 1000)
+    """
+    if not n_instances:
+        return AUTO_SNAPSHOT_EVERY
+    return max(1, n_instances // AUTO_SNAPSHOTS)
 
 
 @dataclass
@@ -67,6 +86,10 @@ class ExperimentConfig:
         evicted and counted, never silently kept.
     snapshot_every
         Emit a metric snapshot every this many labels (0: only at the end).
+        ``None`` leaves the choice to :func:`~streameval.pipeline.evaluate.prepare`,
+        which sets :func:`auto_snapshot_every` of the stream's known length, so that
+        curves over time exist without asking; a config that skips ``prepare``
+        keeps ``None``, which snapshots only at the end.
     max_lag
         Longest label history kept for the temporal-dependence diagnostics.
     drift_points
@@ -102,7 +125,7 @@ class ExperimentConfig:
     positive: str | None = None
     auc_window: int = 1000
     pending_cap: int | None = 1_000_000
-    snapshot_every: int = 0
+    snapshot_every: int | None = None
     max_lag: int = 5
     seed: int = 0
     drift_points: list[int] = field(default_factory=list)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from streameval.pipeline import columnar
-from streameval.pipeline.config import ExperimentConfig, Task
+from streameval.pipeline.config import ExperimentConfig, Task, auto_snapshot_every
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.labels_progress import LabelProgress
@@ -34,7 +34,7 @@ def prepare(
     dataset: Dataset | None = None,
 ) -> tuple[Dataset, ExperimentConfig]:
     """Load ``config.dataset`` (unless ``dataset`` is given) and fill what the dataset
-    knows (positive class, drift points).
+    knows (positive class, drift points, the snapshot interval left to choose).
 
     The returned config is the one both drivers use, so that they agree.
     """
@@ -54,6 +54,8 @@ def prepare(
     drift_points = list(getattr(dataset, "drift_points", None) or [])
     if not config.drift_points and drift_points:
         changes["drift_points"] = drift_points
+    if config.snapshot_every is None:
+        changes["snapshot_every"] = auto_snapshot_every(_known_length(config, dataset))
     if changes:
         config = ExperimentConfig.from_dict({**config.to_dict(), **changes})
     _check_positive(config, dataset)
@@ -72,6 +74,14 @@ def _check_positive(config: ExperimentConfig, dataset: Dataset) -> None:
         )
 
 
+def _known_length(config: ExperimentConfig, dataset: Dataset) -> int | None:
+    """Instances the replay will hold, when the dataset or the limit says."""
+    n = getattr(dataset, "n_instances", None)
+    if config.limit is not None:
+        return config.limit if n is None else min(n, config.limit)
+    return n
+
+
 def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]:
     """The ordered feature/label events of the configured replay (the protocol's order
     at equal event times)."""
@@ -82,9 +92,7 @@ def schedule(config: ExperimentConfig, dataset: Dataset) -> Iterator[InputEvent]
 
 def expected_events(config: ExperimentConfig, dataset: Dataset) -> int | None:
     """How many events the schedule holds (2 per instance + the end marker), if known."""
-    n = getattr(dataset, "n_instances", None)
-    if config.limit is not None:
-        n = config.limit if n is None else min(n, config.limit)
+    n = _known_length(config, dataset)
     return None if n is None else 2 * n + 1
 
 

@@ -380,19 +380,19 @@ class Experiment:
         if y not in self._class_set:
             self._class_set.add(y)
             self.classes.append(str(y))
-            self._check_positive(y)
         return y
 
-    def _check_positive(self, y: Any) -> None:
-        """A stream whose classes were not known ahead: refuse the positive class at the
-        label that shows it wrong, the second class seen when neither is the positive
-        (the AUC is that of a binary stream)."""
+    def _check_positive(self) -> None:
+        """A stream whose classes were not known ahead: refuse the positive class at the end
+        of a stream none of whose labels was it (the AUC of a class never seen is
+        meaningless). A multi-class stream may bring its positive class at any label, so
+        only the end shows it wrong."""
         positive = self.config.positive
-        if positive is None or positive in self.classes or len(self.classes) != 2:
+        if positive is None or not self.classes or str(positive) in self.classes:
             return
         raise ValueError(
-            f"positive class {positive!r} is not one of the stream's classes: label {str(y)!r} "
-            f"(label number {self.n_labelled}) is its second class after {self.classes[0]!r}"
+            f"positive class {positive!r} is not one of the stream's classes: none of its "
+            f"{self.n_labelled} labels was it (classes: {', '.join(self.classes)})"
         )
 
     def _references(self, inst: Any, y: Any, ts: float, unchanged: bool) -> _References:
@@ -535,6 +535,8 @@ class Experiment:
         if self._in_order is not None:
             self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
+        if self.classification:
+            self._check_positive()
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import FeatureEvent, LabelEvent
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
 from streameval.pipeline.experiment import Experiment
 
 from streameval.cli.errors import EXIT_BROKER, EXIT_FAILED, EXIT_USAGE, is_librdkafka_line
@@ -208,18 +208,20 @@ def labelled(i: int, y: str) -> list:
 
 
 def test_positive_is_refused_at_the_label_that_shows_it_wrong() -> None:
-    """Classes known only from the stream: the second class seen, neither the positive one."""
+    """Classes known only from the stream: the end of a stream none of whose labels was the
+    positive class; a positive class that first comes third (one-vs-rest AUC) is fine."""
     config = ExperimentConfig("s", ["nochange"], positive="yes")
     experiment = Experiment(config)
-    for i in range(3):
-        experiment.run(labelled(i, "a"))
+    for i, y in enumerate("aab"):
+        experiment.run(labelled(i, y))
     with pytest.raises(ValueError, match=r"^positive class 'yes' is not one of the stream's") as e:
-        experiment.run(labelled(3, "b"))
-    assert "label 'b' (label number 4) is its second class after 'a'" in str(e.value)
-    fine = Experiment(ExperimentConfig("s", ["nochange"], positive="b"))
-    for i, y in enumerate("aabab"):
+        experiment.run([EndOfStream("s", 3.0, 6)])
+    assert "none of its 3 labels was it (classes: a, b)" in str(e.value)
+    fine = Experiment(ExperimentConfig("s", ["nochange"], positive="c"))
+    for i, y in enumerate("aabcab"):
         fine.run(labelled(i, y))
-    assert fine.n_labelled == 5
+    fine.run([EndOfStream("s", 6.0, 12)])
+    assert fine.n_labelled == 6 and fine.ended
 
 
 def test_no_librdkafka_line_is_mistaken() -> None:

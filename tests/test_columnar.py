@@ -100,7 +100,9 @@ def test_hand_counted_accuracies_under_a_delay() -> None:
 
 
 def test_the_driver_chooses_the_columnar_path_only_when_it_applies(data_dir) -> None:
-    config = ExperimentConfig("e", BOTH, dataset="electricity", limit=2000, window=100)
+    config = ExperimentConfig(
+        "e", BOTH, dataset="electricity", limit=2000, window=100, snapshot_every=0
+    )
     assert evaluate_config(config, data_dir=data_dir)["runtime"]["path"] == "columnar"
     assert supports(config, n_instances=2000)
     for changed in (
@@ -175,7 +177,9 @@ def test_electricity_same_json_as_the_per_event_core(data_dir, settings, delay) 
     # both columnar inputs: the replay schedule's events, and the labels and event times
     # alone (no event objects, no features); blocks of one instance (2 events) and of sizes
     # that do not divide
-    config = ExperimentConfig("e", BOTH, dataset="electricity", delay=delay, **settings)
+    config = ExperimentConfig(
+        "e", BOTH, dataset="electricity", delay=delay, snapshot_every=0, **settings
+    )
     dataset, config = prepare(config, data_dir)
     assert config.positive is not None  # the AUC is part of the comparison
     events = list(schedule(config, dataset))

@@ -26,11 +26,12 @@ other work, load average 2-4):
   ```sh block: at ~9 minutes it would take a third of CI's 30-minute budget, and
   ``tests/test_bench.py`` runs the same harness with ``--quick``. It is not run by CI.
 * The live-dashboard ``run --dashboard 6066`` replays at 20000 times event time (an hour
-  for the whole stream): the test starts it as written, waits until
+  for the whole stream; the five-minute tour's, 2,000 instances at 100000 times, takes
+  36 s of replay): the test starts each as written, waits until
   ``http://127.0.0.1:6066/dashboard`` serves the page and ``/api/metrics`` answers, then
-  interrupts it (skipped when port 6066 is taken). Waiting for the first snapshot (500
-  labels: ~50 s more at that speed) is left to ``tests/test_dashboard.py``, which watches
-  the curves update in Chromium.
+  interrupts it (skipped when port 6066 is taken). Waiting for the first snapshots (every 453
+  labels by default: ~45 s more at that speed) is left to ``tests/test_dashboard.py``, which
+  watches the curves update in Chromium.
 * A block marked ``<!-- readme-test: ... -->`` is a template for the user's own Kafka
   cluster (``broker1:9093``, ``KAFKA_SASL_PASSWORD=...``): its ``export`` line is checked
   through ``streameval config show worker`` (the values arrive, the password is masked);
@@ -157,6 +158,14 @@ def expect(command: Command) -> tuple[list[str], bool]:
         # the README prints the table this command prints: every line of it
         assert command.output, "the README shows this command's output"
         return [line for line in command.output.splitlines() if line.strip()], False
+    if bare.startswith("streameval evaluate --dataset electricity --limit 2000 --learner"):
+        return ["electricity: 2,000 instances, 2,000 labelled, delay 0", "vs NoChange"], False
+    if "--report results/elec-2k-report" in bare:
+        return [
+            "shown: b=0, 10, 18, 21",  # the binned table says which bins and why
+            "results written to results/elec-2k.json",
+            "report written to results/elec-2k-report/report.html",
+        ], False
     if bare.startswith("streameval diagnose --dataset electricity"):
         return ["electricity:", "quick test on first 100: temporal dependence"], False
     if "--report results/elec-report" in bare:

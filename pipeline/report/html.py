@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streameval.pipeline.report.binned import binned_note, shown_bins
 from streameval.pipeline.spec import SpecError, split_wrappers
 
 REPORT_NAME = "report.html"
@@ -404,7 +405,7 @@ def binned_section(results: dict[str, Any], figures: list[Figure]) -> str:
             "made while an instance waits for its label perform, bin by bin.</p>"
         )
     bins = int(lookup(results, ["config", "bins"]) or 0)
-    picks = sorted({0, bins // 2, int(0.9 * bins), bins + 1})
+    picks = shown_bins(bins)
     classification = results.get("task", "classification") == "classification"
     metrics = ("accuracy", "kappa", "kappa_per", "kappa_plus") if classification else ("mae",)
     parts = [
@@ -413,6 +414,7 @@ def binned_section(results: dict[str, Any], figures: list[Figure]) -> str:
         "test-then-train prediction made when the label arrives; the bins in between score "
         "the prediction in force during each share of the instance's waiting time. Psi_W is "
         "the weighted summary over all bins.</p>",
+        f'<p class="note">{esc(binned_note(results))}</p>',
     ]
     for metric in metrics:
         if not any(e.get("binned", {}).get(metric) for e in learners.values()):

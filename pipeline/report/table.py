@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from streameval.pipeline.report.binned import binned_note, shown_bins
+
 CLASSIFICATION_COLUMNS = (
     ("accuracy", "acc"),
     ("kappa", "kappa"),
@@ -89,10 +91,11 @@ def metrics_table(results: dict[str, Any]) -> str:
 
 
 def binned_table(results: dict[str, Any], metric: str = "accuracy") -> str:
-    """Binned performance at b = 0, B/2, 0.9B, B+1 (delayed-labelling paper, sect. 4.1)."""
+    """Binned performance at the bins of :func:`shown_bins`, then why those and why the
+    curve steps (:func:`binned_note`)."""
     learners = results["learners"]
     B = int(results["config"].get("bins", 0))
-    picks = sorted({0, B // 2, int(0.9 * B), B + 1})
+    picks = shown_bins(B)
     header = ["learner", *(f"b={b}" for b in picks), "Psi_W"]
     rows = []
     for spec, e in learners.items():
@@ -101,9 +104,8 @@ def binned_table(results: dict[str, Any], metric: str = "accuracy") -> str:
             continue
         psi = e.get("psi_w", {}).get(metric)
         rows.append([spec, *(fmt(values[b]) for b in picks), fmt(psi)])
-    return f"binned {metric} (b=0 first prediction, b={B + 1} test-then-train)\n" + _grid(
-        header, rows
-    )
+    caption = f"binned {metric} (b=0 first prediction, b={B + 1} test-then-train)\n"
+    return caption + _grid(header, rows) + "\n" + binned_note(results)
 
 
 #: The two readings of the temporal-dependence paper's ``Delta(l)`` (sect. 6.8) a table prints.

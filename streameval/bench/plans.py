@@ -135,6 +135,7 @@ def experiment_config(
     """The ``ExperimentConfig`` (as a dict, the form a job carries) of a bench run."""
     from streameval.pipeline.config import ExperimentConfig
 
+    kw.setdefault("snapshot_every", 0)  # final results only, as the peers compute
     return ExperimentConfig(
         stream=f"bench-{dataset}",
         learners=list(learners),

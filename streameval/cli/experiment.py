@@ -145,9 +145,10 @@ def add_experiment_options(p: argparse.ArgumentParser, outputs: bool = True) -> 
     g.add_argument(
         "--snapshot-every",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
-        help="emit a metrics snapshot every N labels (default: only at the end)",
+        help="emit a metrics snapshot every N labels; 0: only at the end "
+        "(default: every 1%% of a stream of known length, else every 1000 labels)",
     )
     if not outputs:
         return
