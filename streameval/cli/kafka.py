@@ -37,7 +37,7 @@ from streameval.cli.settings import EnvSetting
 from streameval.cli.settings import options as options_of
 from streameval.cli.source import add_source_options, mapping_from_args
 from streameval.cli.worker import add_worker_parser
-from streameval.cli.worker import cmd_worker as cmd_worker  # importable here, as before
+from streameval.cli.worker import cmd_worker as cmd_worker  # re-exported: a Kafka command
 
 log = logging.getLogger(__name__)
 
