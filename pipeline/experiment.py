@@ -20,20 +20,28 @@ protocol: No-Change (its prediction is ``y_per``) and Majority (``y_maj``).
 They define ``p_per`` and ``p_maj`` of the kappa family
 (``temporal-dependence-evaluation-journal.txt`` eq. 13, sect. 4.6), so that
 ``kappa_per`` of the No-Change learner and ``kappa_m`` of the Majority learner
-are exactly 0 under any label delay and in every bin.
+are exactly 0 under any label delay and in every bin
+(:mod:`streameval.pipeline.references`).
 
 The details the papers leave open (cold start, order at equal times, the
 re-prediction schedule, the bin mapping, the ``kappa_m`` reference) come from
 ``config.protocol`` (:mod:`streameval.pipeline.protocol`): the above is the
 default, ``papers``; ``moa`` follows the authors' MOA code.
+
+The experiment composes its parts: the learners and their scorecards come from
+:mod:`~streameval.pipeline.lineup`, every prediction goes through
+:mod:`~streameval.pipeline.calls` (cold start, failures named) and the snapshots
+and results document are read by :mod:`~streameval.pipeline.reporting`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from streameval.pipeline import reporting
+from streameval.pipeline.calls import LearnerCalls, positive_score
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.diagnostics.ordered import InstanceOrder
 from streameval.pipeline.diagnostics.temporal import TemporalDependence
@@ -46,24 +54,19 @@ from streameval.pipeline.events import (
     MetricSnapshot,
     Output,
     PredictionEvent,
-    clean,
 )
 from streameval.pipeline.failure import LearnerFailed
-from streameval.pipeline.learners import as_learner, bind_context
-from streameval.pipeline.learners.base import StreamContext, argmax
-from streameval.pipeline.learners.baselines import Majority, NoChange
-from streameval.pipeline.learners.spec import build_learner
+from streameval.pipeline.learners import bind_context
+from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.lineup import build_learners, scorecard_for
 from streameval.pipeline.pairs import PairwiseComparisons
 from streameval.pipeline.protocol import protocol_of
 from streameval.pipeline.reeval.bins import average_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
-from streameval.pipeline.reeval.rounds import Rounds, label_of
-from streameval.pipeline.reeval.summary import weights_preset
+from streameval.pipeline.reeval.rounds import Rounds
+from streameval.pipeline.references import LabelReferences, References
 from streameval.pipeline.report.curves import CurveRecorder
 from streameval.pipeline.scorecard import Scorecard
-
-PER = "__per__"
-MAJ = "__maj__"
 
 
 @dataclass
@@ -73,17 +76,6 @@ class _Slot:
     name: str
     learner: Any
     card: Scorecard
-
-
-@dataclass
-class _References:
-    """What No-Change and Majority predicted for the instance being labelled."""
-
-    per_first: Any = None
-    maj_first: Any = None
-    per_bins: list[Any] = field(default_factory=list)
-    maj_bins: list[Any] = field(default_factory=list)
-    maj_by: dict[str, Any] | None = None  # per estimator, when the protocol says so
 
 
 class Experiment:
@@ -128,10 +120,11 @@ class Experiment:
         self.n_bins = config.bins
         self.context = StreamContext()
         self.protocol = protocol_of(config.protocol, config.classes)
+        given = build_learners(config, learners, self.context, allow_import=allow_import)
         self.slots = [
-            _Slot(name, learner, self._scorecard())
-            for name, learner in self._learners(learners, allow_import).items()
+            _Slot(name, learner, scorecard_for(config)) for name, learner in given.items()
         ]
+        self.calls = LearnerCalls(self.protocol, self.classification, self.slots)
         self._lags = self.context.capacity
         self._updated: set[str] = set()
         self.buffer = PendingBuffer(
@@ -143,12 +136,10 @@ class Experiment:
             classification=self.classification,
             binner=self.protocol.middle_bins,
         )
-        self._per = NoChange()
-        self._maj = Majority()
         windows = {
             name: config.window if name == "window" else None for name in config.estimators()
         }
-        self._maj_refs = self.protocol.majority_references(windows)
+        self.references = References(self.protocol, windows)
         self.pairs = PairwiseComparisons(
             [s.name for s in self.slots], config.estimators(), classification=self.classification
         )
@@ -159,7 +150,6 @@ class Experiment:
         self._in_order = (
             InstanceOrder(self.diagnostics.update) if self.diagnostics is not None else None
         )
-        self._weights = weights_preset(config.weights, self.n_bins + 2) if config.reeval else None
         self.n_instances = 0
         self.n_labelled = 0
         self.n_repredictions = 0
@@ -178,50 +168,6 @@ class Experiment:
         self.last_ts = 0.0
         self.ended = False
         self.curves = CurveRecorder()  # the periodic snapshots, for results()["curves"]
-
-    # -- construction -----------------------------------------------------------------------
-
-    def _learners(self, given: Mapping[str, Any] | None, allow_import: bool) -> dict[str, Any]:
-        """The learners by name, bound to this stream's label context."""
-        config = self.config
-        if given is None:
-            return {
-                spec: build_learner(
-                    spec,
-                    context=self.context,
-                    task=config.task,
-                    seed=config.seed,
-                    allow_import=allow_import,
-                )
-                for spec in config.learners
-            }
-        if list(given) != list(config.learners):
-            raise ValueError(
-                f"learner names {list(given)} differ from the config's {config.learners}"
-            )
-        out = {}
-        for name, model in given.items():
-            learner = as_learner(model, config.task)
-            if config.drift_reset and not hasattr(learner, "clone"):
-                raise ValueError(
-                    f"learner {name!r} has no clone(): a drift reset restarts a learner as its "
-                    "untrained clone (a River estimator has one)"
-                )
-            bind_context(learner, self.context)
-            out[name] = learner
-        return out
-
-    def _scorecard(self) -> Scorecard:
-        config = self.config
-        with_auc = self.classification and config.positive is not None
-        return Scorecard.build(
-            config.task,
-            config.estimators(),
-            n_bins=self.n_bins + 2 if config.reeval else None,
-            auc_window=(config.window or config.auc_window) if with_auc else None,
-            detectors=config.detectors,
-            seed=config.seed,
-        )
 
     # -- the protocol -----------------------------------------------------------------------
 
@@ -259,40 +205,6 @@ class Experiment:
             out.extend(self.process(event))
         return out
 
-    def _predict(self, learner: Any, x: Any, at: int) -> tuple[Any, dict | None]:
-        try:
-            if self.classification:
-                proba = learner.predict_proba_one(x, at=at)
-                return self.protocol.cold_start(argmax(proba)), proba
-            return learner.predict_one(x, at=at), None
-        except Exception as exc:
-            raise self._failed(learner, at, "predict", exc) from exc
-
-    def _predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
-        """One batched call: the label (or value) predicted for each instance."""
-        try:
-            if self.classification:
-                labels = getattr(learner, "predict_labels_many", None)
-                if labels is not None:
-                    out = list(labels(xs, at=ats))
-                else:
-                    out = [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
-                return list(map(self.protocol.cold_start, out))
-            return list(learner.predict_many(xs, at=ats))
-        except Exception as exc:
-            raise self._failed(learner, ats[0] if ats else -1, "re-predict", exc) from exc
-
-    def _failed(self, learner: Any, at: int, step: str, exc: Exception) -> Exception:
-        """``exc`` of one of the slots' learners as :class:`LearnerFailed` (others as is)."""
-        if isinstance(exc, LearnerFailed):
-            return exc
-        name = next((s.name for s in self.slots if s.learner is learner), None)
-        return exc if name is None else LearnerFailed(name, at, step, exc)
-
-    def _ref(self, model: Any, x: Any) -> Any:
-        """A reference baseline's prediction, cold start as the protocol says."""
-        return self.protocol.cold_start(label_of(model, x))
-
     def _on_features(self, ev: FeatureEvent, nbytes: int = 0) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
         if ev.id in self.buffer:
@@ -313,16 +225,16 @@ class Experiment:
             self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
         if self.classification:
-            self.buffer.record(ev.id, PER, ev.ts, self._ref(self._per, ev.x))
-            self.buffer.record(ev.id, MAJ, ev.ts, self._ref(self._maj, ev.x))
+            for key, y_ref in self.references.predict(ev.x).items():
+                self.buffer.record(ev.id, key, ev.ts, y_ref)
         out: list[Output] = []
         positive = self.config.positive
         scores: list[float] = []
         for slot in self.slots:
-            y_pred, proba = self._predict(slot.learner, ev.x, at)
+            y_pred, proba = self.calls.predict(slot.learner, ev.x, at)
             self.buffer.record(ev.id, slot.name, ev.ts, y_pred)
             if slot.card.auc:
-                scores.append(_score(proba, positive))
+                scores.append(positive_score(proba, positive))
             if self.emit_predictions:
                 out.append(
                     PredictionEvent(self.config.stream, slot.name, ev.id, ev.ts, "first", y_pred, 0)
@@ -346,14 +258,17 @@ class Experiment:
         # prediction: every learner would predict the same again (immediate labels).
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
         self.rounds.start_label()
-        refs = self._references(inst, y, ev.ts, unchanged)
+        refs = LabelReferences()
+        if self.classification:
+            rounds = self.rounds if self.config.reeval else None
+            refs = self.references.at_label(inst, y, ev.ts, rounds, unchanged)
         due: list[Any] = []
         batched: list[list[Any]] = []
         if self.config.reeval:
             learners = [slot.learner for slot in self.slots]
             due, batched = self.rounds.predict(
                 learners,
-                self._predict_many,
+                self.calls.predict_many,
                 self.n_labelled - self.protocol.repredict_lag,
                 None if unchanged else inst,
             )
@@ -395,31 +310,12 @@ class Experiment:
             f"{self.n_labelled} labels was it (classes: {', '.join(self.classes)})"
         )
 
-    def _references(self, inst: Any, y: Any, ts: float, unchanged: bool) -> _References:
-        """No-Change's and Majority's first prediction, and their bins when re-evaluating."""
-        refs = _References()
-        if not self.classification:
-            return refs
-        if self._maj_refs is not None:  # the label's majority (including it), per estimator
-            refs.maj_by = {name: m.update(y) for name, m in self._maj_refs.items()}
-        refs.per_first = inst.history[PER][0][1]
-        refs.maj_first = inst.history[MAJ][0][1]
-        if not self.config.reeval:
-            return refs
-        if unchanged:
-            per_final, maj_final = refs.per_first, refs.maj_first
-        else:
-            per_final, maj_final = self._ref(self._per, inst.x), self._ref(self._maj, inst.x)
-        refs.per_bins = self.rounds.reference_bins(inst, PER, ts, per_final)
-        refs.maj_bins = self.rounds.reference_bins(inst, MAJ, ts, maj_final)
-        return refs
-
     def _score(
         self,
         inst: Any,
         y: Any,
         ev: LabelEvent,
-        refs: _References,
+        refs: LabelReferences,
         scores: list[float] | None,
         unchanged: bool,
         batched: list[list[Any]],
@@ -437,7 +333,7 @@ class Experiment:
             elif reeval:
                 final = batched[i][-1]
             elif self.emit_predictions:
-                final, _ = self._predict(slot.learner, inst.x, inst.at)
+                final, _ = self.calls.predict(slot.learner, inst.x, inst.at)
             else:
                 final = None  # the test-then-train prediction is only reported with bins
             bins = None
@@ -489,8 +385,7 @@ class Experiment:
             except Exception as exc:
                 raise LearnerFailed(slot.name, inst.at, "learn", exc) from exc
         if self.classification:
-            self._per.learn_one(inst.x, y)
-            self._maj.learn_one(inst.x, y)
+            self.references.learn(inst.x, y)
         self.context.receive(inst.at, y)
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
@@ -514,8 +409,8 @@ class Experiment:
         n = len(due)
         predictions: dict[str, list[Any]] = {}
         if self.classification:
-            predictions[PER] = [self._ref(self._per, due[0].x)] * n
-            predictions[MAJ] = [self._ref(self._maj, due[0].x)] * n
+            for key, y_ref in self.references.predict(due[0].x).items():
+                predictions[key] = [y_ref] * n
         for slot, preds in zip(self.slots, batched, strict=True):
             predictions[slot.name] = preds[:n]
         self.rounds.record(ts, due, predictions)
@@ -547,74 +442,8 @@ class Experiment:
 
     def snapshots(self, kind: str = "periodic") -> list[MetricSnapshot]:
         """A compact snapshot of every learner (what the ``metrics`` topic carries)."""
-        out = []
-        for slot in self.slots:
-            flat = slot.card.flat()
-            flat["pending"] = len(self.buffer)
-            flat["n_repredictions"] = self.n_repredictions
-            binned = slot.card.binned_block()
-            out.append(
-                MetricSnapshot(
-                    self.config.stream,
-                    slot.name,
-                    self.n_labelled,
-                    self.last_ts,
-                    kind,
-                    clean(flat),
-                    clean(binned) if binned else None,
-                )
-            )
-        return out
+        return reporting.snapshots(self, kind)
 
     def results(self) -> dict[str, Any]:
         """The results document (``DESIGN.md``, *Results JSON*), NaN as ``null``."""
-        config = self.config
-        learners = {
-            slot.name: slot.card.entry(self._weights, config.drift_points, self.n_labelled)
-            for slot in self.slots
-        }
-        doc = {
-            "stream": config.stream,
-            "task": config.task,
-            "n_instances": self.n_instances,
-            "n_labelled": self.n_labelled,
-            "classes": list(self.classes),
-            "config": config.to_dict(),
-            "learners": learners,
-            "comparisons": self.pairs.get(),
-            "overhead": self._overhead(),
-            "counters": dict(self.counters),
-        }
-        if self.diagnostics is not None:
-            doc["diagnostics"] = self.diagnostics.get()
-        if config.snapshot_every:
-            doc["curves"] = self.curves.block()
-        return clean(doc)
-
-    def _overhead(self) -> dict[str, Any]:
-        """The cost of continuous re-evaluation and the pending buffer's high-water marks."""
-        buffer = self.buffer
-        return {
-            "n_repredictions": buffer.n_repredictions_total,
-            "n_predictions_made": self.n_repredictions,
-            "N_R": buffer.n_repredictions_total / self.n_labelled if self.n_labelled else 0.0,
-            "pending": len(buffer),
-            "max_pending": self.max_pending,
-            "predictions_held": buffer.n_predictions_held,
-            "max_predictions_held": self.max_held,
-            "evicted": buffer.n_evicted,
-            "labels_of_evicted": buffer.n_evicted_labels,
-        }
-
-
-def _score(proba: dict | None, positive: str | None) -> float:
-    """The score of the positive class (named by its ``str``), for the prequential AUC."""
-    if not proba or positive is None:
-        return 0.0
-    total = sum(proba.values())
-    if total <= 0:
-        return 0.0
-    p = proba.get(positive)
-    if p is None:  # labels that are not strings (the library's streams): match by str
-        p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
-    return p / total
+        return reporting.results(self)

@@ -244,7 +244,8 @@ def register_learners(args: argparse.Namespace) -> None:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from streameval.cli.settings import FLAG, config_flag, show_lines, subcommands
+    from streameval.cli.config_show import show_lines
+    from streameval.cli.settings import FLAG, config_flag, subcommands
 
     parser = build_parser()
     commands = [n for n in subcommands(parser) if n != "config"]

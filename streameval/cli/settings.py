@@ -29,25 +29,20 @@ or key, or a value of the wrong type, is an error naming the file, the line and
 the key. Paths are relative to the working directory, as on the command line.
 
 ``streameval config show [COMMAND [OPTION ...]]`` prints every effective value
-with its source, secrets masked.
+with its source, secrets masked (:mod:`streameval.cli.config_show`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
+from streameval.cli.config_file import ConfigFile, SettingsError
+from streameval.cli.config_file import tomllib as tomllib  # re-exported for the tests
 
 CONFIG_ENV = "STREAMEVAL_CONFIG"
 SECRET_MASK = "***"
@@ -76,10 +71,6 @@ OPTION_FILE_ALIAS: dict[str, tuple[str, str]] = {"bootstrap": ("kafka", "bootstr
 NOT_IN_FILE = frozenset({"config", "help"})
 
 FLAG, ENV, FILE, DEFAULT = "flag", "env", "file", "default"
-
-
-class SettingsError(ValueError):
-    """A config file that cannot be used: syntax, unknown key, wrong type."""
 
 
 @dataclass(frozen=True)
@@ -119,68 +110,6 @@ class Source:
 
     def __str__(self) -> str:
         return f"{self.kind} {self.name}".strip()
-
-
-# -- the config file ---------------------------------------------------------------------------
-
-
-@dataclass
-class ConfigFile:
-    """A parsed TOML config file (sections of keys), with line lookup for errors."""
-
-    path: Path
-    sections: dict[str, dict[str, Any]]
-    text: str = ""
-    #: (section, canonical key) -> the key as written (``learners`` for ``learner``)
-    names: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> ConfigFile:
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SettingsError(f"config file {p}: {exc.strerror or exc}") from exc
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(f"config file {p}: not valid TOML: {exc}") from exc
-        for name, value in data.items():
-            if not isinstance(value, dict):
-                line = _line_of(text, None, name)
-                raise SettingsError(
-                    f"{_where(p, line)}: top-level key {name!r} outside a section; "
-                    "put it under [experiment], [kafka] or a subcommand's [section]"
-                )
-        return cls(p, data, text)
-
-    def line(self, section: str, key: str | None = None) -> int | None:
-        return _line_of(self.text, section, key)
-
-    def where(self, section: str, key: str | None = None) -> str:
-        return _where(self.path, self.line(section, key))
-
-
-def _where(path: Path, line: int | None) -> str:
-    return f"{path}:{line}" if line else str(path)
-
-
-def _line_of(text: str, section: str | None, key: str | None) -> int | None:
-    """The line of ``key`` in ``[section]`` (or of the section header), 1-based."""
-    current: str | None = None
-    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
-    for number, line in enumerate(text.splitlines(), 1):
-        m = header.match(line)
-        if m:
-            current = m.group(1).strip().strip("\"'")
-            if key is None and current == section:
-                return number
-            continue
-        if key is not None and current == section:
-            m = re.match(r"^\s*[\"']?([A-Za-z0-9_-]+)[\"']?\s*=", line)
-            if m and m.group(1) == key:
-                return number
-    return None
 
 
 # -- the schema: every section and key, taken from the parser ---------------------------------
@@ -531,7 +460,7 @@ def parse_args(
     sources: dict[str, Source] = {}
     for dest in opts:
         if hasattr(args, dest):
-            sources[dest] = Source(FLAG, _flag_name(opts[dest]))
+            sources[dest] = Source(FLAG, flag_name(opts[dest]))
         elif resolved[dest] is not None:
             value, sources[dest] = resolved[dest]
             setattr(args, dest, value)
@@ -548,116 +477,6 @@ def parse_args(
     return args
 
 
-def _flag_name(action: argparse.Action) -> str:
+def flag_name(action: argparse.Action) -> str:
+    """The option's longest flag (``--reeval-k``), as sources and errors name it."""
     return max(action.option_strings, key=len)
-
-
-# -- config show --------------------------------------------------------------------------------
-
-
-def toml_value(value: Any) -> str:
-    """``value`` written as a TOML literal."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
-#: Repeatable options shown under their plural, as config files write them (both are read).
-SHOWN_PLURAL = {"learner": "learners", "detector": "detectors"}
-
-
-def _line(key: str, value: Any, source: Source, secret: bool = False) -> str:
-    key = SHOWN_PLURAL.get(key, key)
-    if value is None:
-        return f"# {key} (unset)".ljust(40) + f"  # {source}"
-    shown = SECRET_MASK if secret and value else value
-    return f"{key} = {toml_value(shown)}".ljust(40) + f"  # {source}"
-
-
-def show_lines(
-    schema: Schema,
-    environ: Mapping[str, str],
-    config_path: str | None = None,
-    command: str | None = None,
-    argv: Sequence[str] = (),
-) -> list[str]:
-    """``streameval config show``: every setting with its value and source, secrets masked.
-
-    With ``command``, the options of that subcommand as ``argv`` (its flags)
-    would set them; without, every section as the environment and the file set it.
-    """
-    settings = Settings.load(
-        schema, environ, config_path, Source(FLAG, "--config") if config_path else None
-    )
-    lines = []
-    if settings.config is not None:
-        lines.append(f"# config file: {settings.config.path} ({settings.config_source})")
-    else:
-        lines.append(f"# config file: none (--config FILE or ${CONFIG_ENV})")
-    commands = schema.commands
-    if command is not None:
-        sub = commands[command]
-        flags = _flags_given(sub, argv)
-        lines.append(f"[{command}]")
-        for dest, action in options(sub).items():
-            if dest in flags:
-                lines.append(_line(dest, flags[dest], Source(FLAG, _flag_name(action))))
-                continue
-            found = settings.option(command, action)
-            value, source = found if found is not None else (action.default, Source(DEFAULT))
-            lines.append(_line(dest, value, source))
-        sections = [s for s in schema.env_sections if s == command or "bootstrap" in options(sub)]
-    else:
-        lines.append(f"[{EXPERIMENT}]")
-        evaluate = next(c for c in commands if schema.experiment_keys <= set(options(commands[c])))
-        for dest, action in options(commands[evaluate]).items():
-            if dest in schema.experiment_keys:
-                found = settings.option(evaluate, action)
-                value, source = found if found is not None else (action.default, Source(DEFAULT))
-                lines.append(_line(dest, value, source))
-        for name, sub in commands.items():
-            own = {d: a for d, a in options(sub).items() if d not in schema.experiment_keys}
-            own_env = schema.env_sections.get(name, {})
-            if not own and not own_env:
-                continue
-            lines.append(f"\n[{name}]")
-            for dest, action in own.items():
-                found = settings.option(name, action)
-                value, source = found if found is not None else (action.default, Source(DEFAULT))
-                lines.append(_line(dest, value, source))
-            lines.extend(_env_lines(settings, name))
-        sections = [s for s in schema.env_sections if s not in commands]
-    for section in sections:
-        if section != command:
-            lines.append(f"\n[{section}]")
-        lines.extend(_env_lines(settings, section))
-    for section, free in schema.free_sections.items():
-        lines.append(f"\n[{section}]  # {free.about}")
-        for key, value in settings.values.get(section, {}).items():
-            lines.append(_line(key, value, Source(FILE, settings.config.where(section, key))))
-    return lines
-
-
-def _env_lines(settings: Settings, section: str) -> Iterable[str]:
-    for key, setting in settings.schema.env_sections.get(section, {}).items():
-        value, source = settings.env_setting(section, key)
-        yield _line(key, value, source, secret=setting.secret)
-
-
-def _flags_given(sub: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, Any]:
-    """The options ``argv`` sets on ``sub`` (defaults suppressed, nothing required)."""
-    opts = options(sub)
-    actions = [a for a in sub._actions if a.dest != "help"]
-    saved = [(a, a.default, a.required) for a in actions]
-    try:
-        for a in actions:
-            a.default, a.required = argparse.SUPPRESS, False
-        ns, _ = sub.parse_known_args(list(argv))
-    finally:
-        for a, default, required in saved:
-            a.default, a.required = default, required
-    return {d: getattr(ns, d) for d in opts if hasattr(ns, d)}
