@@ -68,7 +68,7 @@ from streameval.agents.checkpoint_topic import (
 )
 from streameval.agents.chunking import split
 from streameval.agents.snapshot import KEY_ENV, CheckpointError, sign, split_dumps, verify
-from streameval.pipeline.runner import StreamRunner
+from streameval.pipeline.runner import CHECKPOINT_FORMAT, StreamRunner
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +206,12 @@ class StreamCheckpoints:
         reader.drop(stream)
         if not isinstance(runner, StreamRunner):
             raise CheckpointError(f"checkpoint of {stream!r} does not hold a stream runner")
+        written = getattr(runner, "checkpoint_format", 1)
+        if written != CHECKPOINT_FORMAT:
+            raise CheckpointError(
+                f"checkpoint of {stream!r} has format {written}, this worker reads format "
+                f"{CHECKPOINT_FORMAT} (written by another streameval version)"
+            )
         self.ids[stream] = asm.id
         slot = asm.slot if asm.slot in (0, 1) else 1
         self.written[stream] = _Written(slot, {slot: asm.parts, 1 - slot: 0}, values)

@@ -57,6 +57,10 @@ from streameval.pipeline.ingest import IngestGuard, Rejection
 from streameval.pipeline.memory import BytePool, budget_refusal, footprint
 from streameval.pipeline.merge import FEATURES, EventMerger, Queued, Source
 
+# The layout of a pickled StreamRunner and what it holds; a checkpoint of another layout is
+# refused at restore (its stream restarts), never restored into objects that fail later.
+CHECKPOINT_FORMAT = 2
+
 
 class StreamRunner:
     """Merge, check and evaluate the events of one stream.
@@ -85,6 +89,7 @@ class StreamRunner:
         max_string: int | None = None,
         pool: BytePool | None = None,
     ) -> None:
+        self.checkpoint_format = CHECKPOINT_FORMAT
         self.config = config
         self.stream_bytes = stream_bytes
         self.max_string = max_string
