@@ -1061,6 +1061,15 @@ def test_runner_takes_valid_events_in_any_order_and_time(
     end = EndOfStream("victim", 1e308, len(actions), len(actions))
     runner.push("features", end)
     runner.push("labels", end)
+    positive = config.positive
+    if (
+        positive is not None
+        and runner.experiment.classes
+        and positive not in runner.experiment.classes
+    ):
+        # a positive class none of the stream's labels was: refused at the end, loudly
+        assert runner.failed is not None and "positive class" in runner.failed, runner.failed
+        return
     assert runner.finished
     account(runner)
     encode(clean(runner.results()))
