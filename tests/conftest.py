@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,14 @@ def data_dir() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``moa`` run MOA in a JVM: on a machine without Java (or without CapyMOA,
+    before Python 3.11) they are skipped saying what to install, except under CI, which
+    installs Java (.ci/run) and must run them."""
+    if item.get_closest_marker("moa") is None or os.environ.get("CI") == "true":
+        return
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("MOA needs a Java runtime: apt install default-jre-headless")
+    pytest.importorskip("capymoa", reason="MOA needs the moa extra: pip install 'streameval[moa]'")

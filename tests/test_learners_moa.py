@@ -23,6 +23,8 @@ from streameval.pipeline.streams.base import Instance
 
 from streameval.bench.moa_peer import capymoa_prequential, load_rows
 
+pytestmark = pytest.mark.moa  # a JVM with MOA (skipped without Java, but under CI)
+
 N = 3000  # an Electricity prefix: some seconds per learner on a loaded machine
 
 

@@ -26,7 +26,8 @@ from streameval.agents.topics import TopicNames, ensure_topics
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.faults]  # a SIGKILLed worker
+# a SIGKILLed worker, MOA in a JVM
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.faults, pytest.mark.moa]
 
 KEY = {"STREAMEVAL_CHECKPOINT_KEY": "moa-checkpoint-test-" + "k" * 24}
 LEARNERS = ["moa:NaiveBayes", "ta:moa:HoeffdingTree[g=50]", "nb"]

@@ -76,6 +76,7 @@ def _moa_prequential(rows: list[tuple[dict, str]], classes: list[str]) -> dict[s
     return out
 
 
+@pytest.mark.moa
 @pytest.mark.parametrize(("dataset", "limit"), [("electricity", 6000), ("covtype", 6000)])
 def test_moa_protocol_equals_moas_evaluators_on_the_baselines(
     data_dir: Path, dataset: str, limit: int
