@@ -179,10 +179,21 @@ def create_app(
             if (ackable or worker.checkpoints.dirty) and worker.idle_seconds() > 1.0:
                 await save_and_ack()
 
+    worker.release.unread = lambda: unread_kinds(consumer_lag(app, read), kind_of)
     register_views(app, worker, health)  # /dashboard, /api/metrics, /health (GET only)
     register_metrics_view(app, worker, lambda: consumer_lag(app, read))  # /metrics
     app.streameval_worker = worker  # for the dashboard views
     return app
+
+
+def unread_kinds(lag: dict[tuple[str, int], int], kind_of: dict[str, str]) -> set[str]:
+    """The input kinds (features, labels) with messages not yet read on some partition.
+
+    >>> sorted(unread_kinds({("t.labels", 0): 3, ("t.features", 1): 0},
+    ...                     {"t.labels": "labels", "t.features": "features"}))
+    ['labels']
+    """
+    return {kind_of[topic] for (topic, _), n in lag.items() if n > 0 and topic in kind_of}
 
 
 def consumer_lag(app: Any, read: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from streameval.pipeline.merge import FEATURES, LABELS
 from streameval.pipeline.runner import StreamRunner
@@ -121,11 +121,37 @@ class IdleRelease:
     tick, :meth:`due` names the queues to release: those that waited longer than
     ``timeout`` while the other topic brought nothing of the stream for as long, both
     counted only while the worker could read (:attr:`clock`).
+
+    Silence is not a backlog: while ``unread`` names the other topic (messages on its
+    partitions not yet read by this worker, e.g. its fetches stalled behind the other
+    topic's on a loaded machine), that topic may still hold the stream's events and
+    nothing is released.
+
+    >>> from streameval.pipeline.config import ExperimentConfig
+    >>> from streameval.pipeline.events import FeatureEvent
+    >>> runner = StreamRunner(ExperimentConfig("s", ["nochange"]))
+    >>> _ = runner.push("features", FeatureEvent("s", "0", 0.0, {"x": 1.0}, 0))
+    >>> backlog = {LABELS}
+    >>> release = IdleRelease(timeout=5.0, grace=0.0, unread=lambda: backlog)
+    >>> release.clock.heard(now=0.0); release.heard_on("s", LABELS, now=0.0)
+    >>> list(release.due({"s": runner}, now=1.0))  # the queue's wait starts at this tick
+    []
+    >>> [t for _, _, t, _ in release.due({"s": runner}, now=20.0)]  # labels not read yet
+    []
+    >>> backlog.clear()  # the worker caught up: the labels topic really is silent
+    >>> [t for _, _, t, _ in release.due({"s": runner}, now=21.0)]
+    ['features']
     """
 
-    def __init__(self, timeout: float = 30.0, grace: float = 60.0) -> None:
+    def __init__(
+        self,
+        timeout: float = 30.0,
+        grace: float = 60.0,
+        unread: Callable[[], set[str]] | None = None,
+    ) -> None:
         self.timeout = timeout
         self.clock = IdleClock(grace=grace)
+        self.unread = unread  # the input topics (kinds) with messages not yet read
         self.heard: dict[str, dict[str, float]] = {}
         self.queued_since: dict[str, dict[str, float]] = {}
 
@@ -147,6 +173,7 @@ class IdleRelease:
         """
         t = time.monotonic() if now is None else now
         reading = self.clock.reading_for(t)
+        backlog: set[str] | None = None  # asked once per tick, and only if a queue is due
         for stream, runner in runners.items():
             if runner.finished or runner.failed is not None or not runner.merger.n_waiting:
                 self.queued_since.pop(stream, None)  # a queue that fills again starts anew
@@ -154,6 +181,10 @@ class IdleRelease:
             for topic, other in ((FEATURES, LABELS), (LABELS, FEATURES)):
                 waited, silent = self._wait(stream, runner, topic, other, t, reading)
                 if min(waited, silent) <= self.timeout:
+                    continue
+                if backlog is None:
+                    backlog = self.unread() if self.unread is not None else set()
+                if other in backlog:
                     continue
                 log.warning(
                     "stream %s: nothing of it on the %s topic for %.1f s (idle timeout %.1f s):"
