@@ -118,6 +118,8 @@ def test_run_whose_broker_dies_mid_run_exits_75_after_the_timeout(data_dir: Path
     assert 6.0 <= elapsed < 20.0, f"exited {elapsed:.1f} s after the broker died: {err[-2000:]}"
     # librdkafka's own threads may still log a line after it: look for it, not at the end
     said = [line for line in err.splitlines() if line.startswith("streameval run: ")]
+    assert said[0] == f"streameval run: Kafka at {bootstrap} (KAFKA_BOOTSTRAP_SERVERS)", said
+    said = said[1:]  # the address it uses, then one line for the broker lost
     assert len(said) == 1, err[-3000:]
     assert said[0].startswith(f"streameval run: the Kafka broker at {bootstrap} has not"), said
     assert "broker timeout 6 s" in said[0], said
