@@ -23,8 +23,8 @@ test: install  ## the test suite (unit, real datasets, Kafka on the embedded bro
 	$(PY) -m pytest -q -m "not faults"
 
 README_SLOW ?= 1
-readme-check: install  ## every README command as written, the slow ones too (make run, whole-Electricity tour; ~9 min)
-	STREAMEVAL_README_SLOW=$(README_SLOW) $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_readme_commands.py
+readme-check: install  ## every README command as written, the slow ones too (make run, whole-Electricity tour, the broker session; ~20 min)
+	STREAMEVAL_README_SLOW=$(README_SLOW) $(PY) -m pytest -q -p no:cacheprovider -rs tests/test_readme_commands.py tests/test_readme_broker.py
 
 lint: install  ## ruff over the code
 	$(BIN)/ruff check streameval pipeline agents schemas tests docker
