@@ -170,6 +170,13 @@ class Harness:
         )
 
 
+def never_positive(runner: StreamRunner) -> bool:
+    """The stream's labels never were its positive class (refused at its end)."""
+    exp = runner.experiment
+    positive = exp.config.positive
+    return positive is not None and bool(exp.classes) and str(positive) not in exp.classes
+
+
 def account(runner: StreamRunner) -> None:
     """What entered a runner's merger went exactly one way."""
     exp = runner.experiment
@@ -436,6 +443,11 @@ def test_worker_survives_any_input_and_accounts_for_every_event(
     h.check_schema_deadletters()
     h.check_conservation()
     runner = h.worker.runners["victim"]
+    if never_positive(runner):  # refused at the end, loudly: a failed notice, no results
+        assert runner.failed is not None and "positive class" in runner.failed, runner.failed
+        failed = [m for m in h.producer.on("metrics") if m["kind"] == "failed"]
+        assert [m["stream"] for m in failed] == ["victim"]
+        return
     assert runner.finished
     results = [m for m in h.producer.on("metrics") if m["kind"] == "results"]
     mine = [m for m in results if m["stream"] == "victim"]
@@ -1061,13 +1073,7 @@ def test_runner_takes_valid_events_in_any_order_and_time(
     end = EndOfStream("victim", 1e308, len(actions), len(actions))
     runner.push("features", end)
     runner.push("labels", end)
-    positive = config.positive
-    if (
-        positive is not None
-        and runner.experiment.classes
-        and positive not in runner.experiment.classes
-    ):
-        # a positive class none of the stream's labels was: refused at the end, loudly
+    if never_positive(runner):  # refused at the end, loudly
         assert runner.failed is not None and "positive class" in runner.failed, runner.failed
         return
     assert runner.finished

@@ -43,7 +43,12 @@ def test_make_kafka_up_uses_the_compose_client_there_is(
         stand_in(tmp_path, name, compose_v2=clients == ["docker"])
     env = {**os.environ, "PATH": f"{tmp_path}:/usr/bin:/bin"}
     done = subprocess.run(
-        ["make", "-n", "kafka-up"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        ["make", "-n", "--no-print-directory", "kafka-up"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == expected
