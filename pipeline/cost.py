@@ -126,6 +126,9 @@ MODELS: dict[str, ModelCost] = {
         64 * KiB, size_param="n_models", size_default=10, per_unit=3 * MiB, work_per_unit=6
     ),
 }
+_MOA_FOREST = ModelCost(
+    64 * KiB, size_param="s", size_default=100, per_unit=3 * MiB, work_per_unit=6
+)
 #: MOA's classifiers (``moa:NAME``) as their river kin; ensembles by MOA's own sizes
 #: (``-s``: 100 trees for ARF and SRP, 10 for the bagging ensembles), kNN by its window
 #: (``-w``). The JVM itself (~100 MiB, once per process) is not a per-experiment cost.
@@ -134,12 +137,8 @@ MOA_MODELS: dict[str, ModelCost] = {
     "HoeffdingTree": _TREE,
     "HoeffdingAdaptiveTree": _TREE,
     "EFDT": _TREE,
-    "AdaptiveRandomForest": ModelCost(
-        64 * KiB, size_param="s", size_default=100, per_unit=3 * MiB, work_per_unit=6
-    ),
-    "StreamingRandomPatches": ModelCost(
-        64 * KiB, size_param="s", size_default=100, per_unit=3 * MiB, work_per_unit=6
-    ),
+    "AdaptiveRandomForest": _MOA_FOREST,
+    "StreamingRandomPatches": _MOA_FOREST,
     "OzaBag": ModelCost(
         64 * KiB, size_param="s", size_default=10, per_unit=2 * MiB, work_per_unit=4
     ),
