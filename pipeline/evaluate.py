@@ -24,7 +24,7 @@ from streameval.pipeline.results import Results
 from streameval.pipeline.streams.datasets import Dataset, load
 from streameval.pipeline.streams.delay import CallableDelay, DelayModel, parse_delay
 from streameval.pipeline.streams.iterable import instances
-from streameval.pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.streams.schedule import replay_schedule, schedule_steps
 
 
 def prepare(
@@ -112,9 +112,9 @@ def evaluate_config(
     """
     dataset, config = prepare(config, data_dir)
     total = expected_events(config, dataset)
-    if columnar.supports(config, streaming_outputs=on_output is not None, n_instances=_n(total)):
+    if columnar.supports(config):
         return columnar.evaluate_columnar(
-            config, dataset, total, progress, allow_import=allow_import
+            config, dataset, total, progress, on_output=on_output, allow_import=allow_import
         )
     experiment = Experiment(
         config, emit_predictions=on_output is not None, allow_import=allow_import
@@ -282,12 +282,13 @@ def evaluate(
         rows = instances(stream, limit)
         total = _expected(stream, limit)
     first = labels_first(config.protocol)
+    if columnar.supports(config):
+        exp = columnar.ColumnarExperiment(
+            config, learners=models, emit_predictions=on_output is not None
+        )
+        steps = schedule_steps(rows, delay_model, labels_first=first)
+        return Results(columnar.drive_steps(exp, steps, total, progress, on_output))
     events = replay_schedule(config.stream, rows, delay_model, labels_first=first)
-    if columnar.supports(
-        config, learners=models, streaming_outputs=on_output is not None, n_instances=_n(total)
-    ):
-        exp = columnar.ColumnarExperiment(config, learners=models)
-        return Results(columnar.drive_columnar(exp, events, total, progress))
     experiment = Experiment(config, learners=models, emit_predictions=on_output is not None)
     return Results(drive(experiment, events, total, progress, on_output))
 

@@ -297,19 +297,6 @@ class Experiment:
             self.classes.append(str(y))
         return y
 
-    def _check_positive(self) -> None:
-        """A stream whose classes were not known ahead: refuse the positive class at the end
-        of a stream none of whose labels was it (the AUC of a class never seen is
-        meaningless). A multi-class stream may bring its positive class at any label, so
-        only the end shows it wrong."""
-        positive = self.config.positive
-        if positive is None or not self.classes or str(positive) in self.classes:
-            return
-        raise ValueError(
-            f"positive class {positive!r} is not one of the stream's classes: none of its "
-            f"{self.n_labelled} labels was it (classes: {', '.join(self.classes)})"
-        )
-
     def _score(
         self,
         inst: Any,
@@ -431,7 +418,7 @@ class Experiment:
             self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
         if self.classification:
-            self._check_positive()
+            check_positive(self.config.positive, self.classes, self.n_labelled)
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:
@@ -447,3 +434,22 @@ class Experiment:
     def results(self) -> dict[str, Any]:
         """The results document (``DESIGN.md``, *Results JSON*), NaN as ``null``."""
         return reporting.results(self)
+
+
+def check_positive(positive: str | None, classes: list[str], n_labelled: int) -> None:
+    """A stream whose classes were not known ahead: refuse the positive class at the end
+    of a stream none of whose labels was it (the AUC of a class never seen is
+    meaningless). A multi-class stream may bring its positive class at any label, so
+    only the end shows it wrong.
+
+    >>> check_positive("UP", ["DOWN"], 3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: positive class 'UP' is not one of the stream's classes: none of its 3 ...
+    """
+    if positive is None or not classes or str(positive) in classes:
+        return
+    raise ValueError(
+        f"positive class {positive!r} is not one of the stream's classes: none of its "
+        f"{n_labelled} labels was it (classes: {', '.join(classes)})"
+    )

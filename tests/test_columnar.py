@@ -1,21 +1,32 @@
-"""The columnar core against the per-event core: the same results JSON for any block size."""
+"""The columnar core against the per-event core: the same outputs and the same results JSON.
+
+Every comparison is text for text (``json.dumps`` keeps key order and every digit), for
+learners that read the features (naive Bayes, Hoeffding trees, a temporal wrapper) and
+for the label-only baselines, under count, time and per-instance delays, with every
+estimator, the AUC, snapshots, drift detectors and resets, stops, evictions, evolving
+instances and labels of unknown instances; and for any cut of the stream into the
+segments the scoreboard takes (``FLUSH_EVERY`` down to one label).
+"""
 
 from __future__ import annotations
 
 import json
+import pickle
 import random
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import pytest
 from streameval.pipeline.columnar import ColumnarExperiment, drive_columnar, supports
-from streameval.pipeline.columnar.diagnostics import instance_order
-from streameval.pipeline.columnar.driver import drive_labels
+from streameval.pipeline.columnar import experiment as columnar_experiment
+from streameval.pipeline.columnar.diagnostics import Ordered
+from streameval.pipeline.columnar.driver import drive_labels, evaluate_columnar
 from streameval.pipeline.columnar.schedule import LabelSchedule
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.diagnostics.ordered import InstanceOrder
 from streameval.pipeline.evaluate import drive, evaluate_config, prepare, schedule
-from streameval.pipeline.events import InputEvent
+from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.streams.base import Dataset, Instance
 from streameval.pipeline.streams.delay import (
@@ -27,18 +38,22 @@ from streameval.pipeline.streams.delay import (
 from streameval.pipeline.streams.schedule import replay_schedule
 
 BOTH = ["nochange", "majority"]
+READERS = ["nochange", "nb", "ht", "majority"]
 
 
 def synthetic(n: int, seed: int = 1) -> list[Instance]:
     """Runs of labels (temporal dependence), a third class from the middle on, irregular
-    event times and a waiting time per instance (so event-time delays reorder labels)."""
+    event times, a waiting time per instance (so event-time delays reorder labels) and
+    two features that say something about the label (so the learners learn)."""
     rng = random.Random(seed)
     out, y, ts = [], "up", 0.0
     for i in range(n):
         if rng.random() < 0.15:
             y = rng.choice(["up", "down", "down"] if i < n // 2 else ["up", "down", "flat"])
         ts += rng.choice([0.0, 0.5, 1.0, 3.0])
-        out.append(Instance(str(i), ts, {"wait": rng.choice([0.0, 2.0, 30.0])}, y))
+        level = {"up": 1.0, "down": -1.0, "flat": 0.0}[y] + rng.gauss(0.0, 0.8)
+        x = {"wait": rng.choice([0.0, 2.0, 30.0]), "level": level, "kind": rng.choice("ab")}
+        out.append(Instance(str(i), ts, x, y))
     return out
 
 
@@ -47,41 +62,153 @@ def document(doc: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in doc.items() if k != "runtime"})
 
 
-def label_schedule_run(config: ExperimentConfig, dataset: Dataset, block: int) -> dict[str, Any]:
-    delay = parse_delay(config.delay, dataset)
-    return drive_labels(ColumnarExperiment(config), dataset, delay, None, False, block)
+def outputs_text(outputs: list[Any]) -> str:
+    return json.dumps([asdict(o) for o in outputs], default=str)
 
 
-def both_paths(config: ExperimentConfig, events: list[InputEvent], blocks: list[int]) -> None:
-    reference = document(drive(Experiment(config), events, None, False, None))
-    for block in blocks:
-        columnar = drive_columnar(ColumnarExperiment(config), events, None, False, block)
-        assert columnar["runtime"]["path"] == "columnar"
-        assert document(columnar) == reference, f"block of {block} events"
+def reference_of(config: ExperimentConfig, events: list[InputEvent], emit: bool = False) -> Any:
+    exp = Experiment(config, emit_predictions=emit)
+    outputs = exp.run(events)
+    return outputs, exp.results()
+
+
+def columnar_of(config: ExperimentConfig, events: list[InputEvent], emit: bool = False) -> Any:
+    exp = ColumnarExperiment(config, emit_predictions=emit)
+    outputs = exp.run(events)
+    return outputs, exp.results()
+
+
+def same_as_reference(config: ExperimentConfig, events: list[InputEvent], emit: bool = False):
+    ref_out, ref = reference_of(config, events, emit)
+    got_out, got = columnar_of(config, events, emit)
+    assert document(got) == document(ref)
+    assert outputs_text(got_out) == outputs_text(ref_out)
+    return ref
 
 
 SYNTHETIC_CASES = [
-    ({}, InstanceDelay(0)),
-    ({"window": 50, "fading": 0.9, "positive": "up", "auc_window": 40}, InstanceDelay(0)),
-    ({"window": 7, "fading": 0.97, "positive": "down"}, InstanceDelay(13)),
-    ({"window": 100, "fading": 0.5, "positive": "flat"}, TimeDelay(4.0)),
-    ({"window": 20, "fading": 0.8, "positive": "up"}, FeatureTimeDelay("wait", 1.0)),
-    ({"window": 3000, "fading": 1.0, "positive": "up", "max_lag": 2}, InstanceDelay(400)),
+    (READERS, {}, InstanceDelay(0)),
+    (READERS, {"window": 50, "fading": 0.9, "positive": "up", "auc_window": 40}, InstanceDelay(0)),
+    (READERS, {"window": 7, "fading": 0.97, "positive": "down"}, InstanceDelay(13)),
+    (["nb", "ta:ht"], {"window": 100, "fading": 0.5, "positive": "flat"}, TimeDelay(4.0)),
+    (BOTH, {"window": 20, "fading": 0.8, "positive": "up"}, FeatureTimeDelay("wait", 1.0)),
+    (
+        ["ht", *BOTH],
+        {"window": 3000, "fading": 1.0, "positive": "up", "max_lag": 2},
+        InstanceDelay(400),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("settings", "delay"), SYNTHETIC_CASES)
-def test_synthetic_stream_same_json_for_every_block_size(settings, delay) -> None:
-    # fading 0.9 and 0.5 rescale the lazily faded counts many times in 2,500 labels
-    config = ExperimentConfig("s", BOTH, **settings)
-    events = list(replay_schedule("s", synthetic(2500), delay))
-    both_paths(config, events, [1, 7, 1000, 10**6])
+@pytest.mark.parametrize(("learners", "settings", "delay"), SYNTHETIC_CASES)
+@pytest.mark.parametrize("flush_every", [1, 7, 8192])
+def test_synthetic_streams_same_outputs_and_json(
+    learners, settings, delay, flush_every, monkeypatch
+) -> None:
+    # fading 0.9 and 0.5 rescale the lazily faded counts many times in 1,500 labels;
+    # snapshots every 97 labels cut the stream where no flush does
+    monkeypatch.setattr(columnar_experiment, "FLUSH_EVERY", flush_every)
+    config = ExperimentConfig("s", learners, snapshot_every=97, **settings)
+    events = list(replay_schedule("s", synthetic(1500), delay))
+    same_as_reference(config, events)
 
 
-def test_learner_order_and_a_single_learner() -> None:
-    events = list(replay_schedule("s", synthetic(800, seed=3), InstanceDelay(5)))
-    both_paths(ExperimentConfig("s", ["majority", "nochange"], window=30), events, [3, 64])
-    both_paths(ExperimentConfig("s", ["majority"], fading=0.95, positive="up"), events, [5])
+def test_prediction_outputs_drift_alarms_and_resets() -> None:
+    # emitted first and final predictions, Page-Hinkley alarms and the learners they restart
+    config = ExperimentConfig(
+        "s",
+        READERS,
+        positive="up",
+        detectors=["ph[lambda=5]", "ddm"],
+        drift_reset=True,
+        snapshot_every=250,
+    )
+    events = list(replay_schedule("s", synthetic(1500, seed=4), InstanceDelay(3)))
+    ref = same_as_reference(config, events, emit=True)
+    alarms = [ref["learners"][n]["drift"]["ph[lambda=5]"]["n_alarms"] for n in READERS]
+    assert sum(alarms) > 0 and ref["learners"]["nb"]["drift_resets"] > 0
+
+
+def test_stop_at_labels_and_a_learner_given_as_an_object() -> None:
+    from river import tree
+    from streameval.pipeline.learners.baselines import NoChange
+
+    config = ExperimentConfig("s", ["tree", "nochange"], stop_at_labels=600, positive="up")
+    events = list(replay_schedule("s", synthetic(1000, seed=2), InstanceDelay(5)))
+    reference = Experiment(
+        config,
+        learners={"tree": tree.HoeffdingTreeClassifier(grace_period=50), "nochange": NoChange()},
+    )
+    reference.run(events)
+    columnar = ColumnarExperiment(
+        config,
+        learners={"tree": tree.HoeffdingTreeClassifier(grace_period=50), "nochange": NoChange()},
+    )
+    columnar.run(events)
+    assert document(columnar.results()) == document(reference.results())
+    assert columnar.n_labelled == 600 and columnar.counters["after_stop"] > 0
+
+
+def test_evictions_evolving_features_and_unknown_labels() -> None:
+    # a cap of 3 pending instances, features that change while pending, labels for ids
+    # never seen, labels of evicted instances, features of an evicted instance again
+    rng = random.Random(9)
+    events: list[InputEvent] = []
+    seq = 0
+    waiting: list[int] = []
+    for i in range(400):
+        x = {"level": rng.gauss(0.0, 1.0), "kind": rng.choice("ab")}
+        events.append(FeatureEvent("s", str(i), float(i), x, seq))
+        seq += 1
+        waiting.append(i)
+        if rng.random() < 0.2:
+            j = rng.choice(waiting)
+            events.append(FeatureEvent("s", str(j), float(i), {"level": 5.0, "kind": "c"}, seq))
+            seq += 1
+        if rng.random() < 0.1:
+            events.append(LabelEvent("s", f"ghost{i}", float(i), "up", seq))
+            seq += 1
+        if rng.random() < 0.1 and i > 10:
+            events.append(FeatureEvent("s", str(rng.randrange(i)), float(i), {"level": 1.0}, seq))
+            seq += 1
+        while waiting and rng.random() < 0.55:
+            j = waiting.pop(rng.randrange(len(waiting)))
+            events.append(LabelEvent("s", str(j), float(i), rng.choice(["up", "down"]), seq))
+            seq += 1
+    events.append(EndOfStream("s", 400.0, seq, seq))
+    config = ExperimentConfig("s", READERS, pending_cap=3, window=30, positive="up")
+    ref = same_as_reference(config, events, emit=True)
+    counters = ref["counters"]
+    assert counters["unknown_labels"] > 0 and counters["feature_updates"] > 0
+    assert ref["overhead"]["evicted"] > 0 and ref["overhead"]["labels_of_evicted"] > 0
+
+
+def test_a_checkpoint_in_the_middle_resumes_with_the_same_results() -> None:
+    config = ExperimentConfig("s", ["nb", "ta:ht", *BOTH], window=40, fading=0.95, positive="up")
+    events = list(replay_schedule("s", synthetic(1200, seed=6), InstanceDelay(20)))
+    whole = ColumnarExperiment(config)
+    whole.run(events)
+    first = ColumnarExperiment(config)
+    first.run(events[:1111])
+    resumed = pickle.loads(pickle.dumps(first))
+    resumed.run(events[1111:])
+    assert document(resumed.results()) == document(whole.results())
+    _, ref = reference_of(config, events)
+    assert document(whole.results()) == document(ref)
+
+
+def test_results_in_the_middle_of_the_stream() -> None:
+    # labels out of order (a waiting time per instance): the diagnostics read only the
+    # labels up to the first instance still waiting, both cores alike
+    config = ExperimentConfig("s", READERS, window=40, fading=0.9, positive="down")
+    events = list(replay_schedule("s", synthetic(1200, seed=5), FeatureTimeDelay("wait", 1.0)))
+    for cut in (333, 1500):
+        reference = Experiment(config)
+        reference.run(events[:cut])
+        columnar = ColumnarExperiment(config)
+        for start in range(0, cut, 100):
+            columnar.process_block(events[start : min(cut, start + 100)])
+        assert document(columnar.results()) == document(reference.results()), cut
 
 
 def test_hand_counted_accuracies_under_a_delay() -> None:
@@ -99,51 +226,16 @@ def test_hand_counted_accuracies_under_a_delay() -> None:
     assert res["majority"]["p_per"] == 0.0 and res["nochange"]["p_maj"] == 0.2
 
 
-def test_the_driver_chooses_the_columnar_path_only_when_it_applies(data_dir) -> None:
-    config = ExperimentConfig(
-        "e", BOTH, dataset="electricity", limit=2000, window=100, snapshot_every=0
-    )
+def test_the_driver_chooses_the_columnar_path_when_it_applies(data_dir) -> None:
+    config = ExperimentConfig("e", ["nochange", "nb"], dataset="electricity", limit=500)
     assert evaluate_config(config, data_dir=data_dir)["runtime"]["path"] == "columnar"
-    assert supports(config, n_instances=2000)
-    for changed in (
-        {"learners": ["nochange", "nb"]},
-        {"learners": ["majority[window=10]"]},
-        {"reeval_k": 10, "bins": 5},
-        {"detectors": ["ph"]},
-        {"snapshot_every": 100},
-        {"pending_cap": 1000},
-    ):
+    assert supports(config)
+    for changed in ({"reeval_k": 10, "bins": 5}, {"protocol": "moa"}):
         other = ExperimentConfig.from_dict({**config.to_dict(), **changed})
-        assert not supports(other, n_instances=2000), changed
-    assert not supports(config, n_instances=2000, streaming_outputs=True)
-    assert not supports(config, n_instances=None)  # unknown length: eviction possible
-
-
-def test_reevaluation_keeps_the_per_event_results(data_dir) -> None:
-    # bins need the pending instances' re-predictions: that config stays per-event
-    config = ExperimentConfig(
-        "e", BOTH, dataset="electricity", limit=3000, delay="200", reeval_k=50, bins=5
-    )
-    doc = evaluate_config(config, data_dir=data_dir)
-    assert "path" not in doc["runtime"]
-    dataset, config = prepare(config, data_dir)
-    exp = Experiment(config)
-    reference = drive(exp, schedule(config, dataset), None, False, None)
-    assert document(doc) == document(reference)
-
-
-def test_results_in_the_middle_of_the_stream() -> None:
-    # labels out of order (a waiting time per instance): the diagnostics read only the
-    # labels up to the first instance still waiting, both paths alike
-    config = ExperimentConfig("s", BOTH, window=40, fading=0.9, positive="down")
-    events = list(replay_schedule("s", synthetic(1200, seed=5), FeatureTimeDelay("wait", 1.0)))
-    for cut in (333, 1500):
-        reference = Experiment(config)
-        reference.run(events[:cut])
-        columnar = ColumnarExperiment(config)
-        for start in range(0, cut, 100):
-            columnar.process_block(events[start : min(cut, start + 100)])
-        assert document(columnar.results()) == document(reference.results()), cut
+        assert not supports(other), changed
+        assert "path" not in evaluate_config(other, data_dir=data_dir)["runtime"], changed
+    with pytest.raises(ValueError, match="continuous re-evaluation"):
+        ColumnarExperiment(ExperimentConfig("s", ["nb"], reeval_k=5))
 
 
 @pytest.mark.parametrize("max_waiting", [3, 50, 10**6])
@@ -152,6 +244,7 @@ def test_instance_order_matches_the_per_event_reorder_also_when_it_skips_gaps(ma
     arrival = list(range(400))
     rng.shuffle(arrival)
     arrival = [a for a in arrival if a % 37 != 5]  # gaps that never fill
+    arrival = list(range(50)) + [a + 50 for a in arrival]  # a consecutive head first
     codes = [rng.randrange(3) for _ in arrival]
     for ended in (False, True):
         seen: list[int] = []
@@ -160,8 +253,70 @@ def test_instance_order_matches_the_per_event_reorder_also_when_it_skips_gaps(ma
             order.push(at, c)
         if ended:
             order.flush()
-        got = instance_order(np.array(arrival), np.array(codes), ended, max_waiting)
-        assert got.tolist() == seen
+        bulk, got = Ordered(max_waiting), []
+        for start in range(0, len(arrival), 33):
+            part = slice(start, start + 33)
+            got += bulk.push(np.array(arrival[part]), np.array(codes[part])).tolist()
+        if ended:
+            got += bulk.flush().tolist()
+        assert got == seen
+
+
+def label_schedule_run(config: ExperimentConfig, dataset: Dataset, block: int) -> dict[str, Any]:
+    delay = parse_delay(config.delay, dataset)
+    return drive_labels(ColumnarExperiment(config), dataset, delay, None, False, block)
+
+
+@pytest.mark.parametrize("delay", [InstanceDelay(0), InstanceDelay(17), TimeDelay(6.0)])
+@pytest.mark.parametrize("snapshot_every", [0, 111])
+def test_baselines_from_their_labels_alone_same_json(delay, snapshot_every) -> None:
+    rows = synthetic(1500, seed=7)
+    dataset = Dataset.from_instances("syn", rows)
+    config = ExperimentConfig(
+        "s",
+        BOTH,
+        window=25,
+        fading=0.8,
+        positive="flat",
+        delay=str(delay),
+        limit=1400,
+        snapshot_every=snapshot_every,
+    )
+    events = list(replay_schedule("s", rows[:1400], delay))
+    reference = document(drive(Experiment(config), events, None, False, None))
+    for block in (1, 2, 3, 999):
+        assert document(label_schedule_run(config, dataset, block)) == reference, block
+
+
+def test_label_schedule_refuses_decreasing_event_times() -> None:
+    with pytest.raises(ValueError, match="event time must not decrease"):
+        LabelSchedule.build(np.array([0.0, 2.0, 1.0]), InstanceDelay(1))
+
+
+def real_case(data_dir: Any, **settings: Any) -> tuple[ExperimentConfig, str]:
+    dataset, config = prepare(ExperimentConfig("e", **settings), data_dir)
+    events = list(schedule(config, dataset))
+    reference = document(drive(Experiment(config), events, None, False, None))
+    columnar = evaluate_columnar(config, dataset, None, False)
+    assert columnar["runtime"]["path"] == "columnar"
+    assert document(columnar) == reference
+    assert document(drive_columnar(ColumnarExperiment(config), events, None, False)) == reference
+    return config, reference
+
+
+@pytest.mark.slow
+def test_electricity_the_default_line_up_same_json(data_dir) -> None:
+    # the command line's defaults: five learners, snapshots every 1 % (the curves), AUC
+    config, reference = real_case(
+        data_dir,
+        learners=["nochange", "majority", "nb", "ht", "ta:ht"],
+        dataset="electricity",
+        limit=12_000,
+        delay="natural",
+        snapshot_every=None,
+    )
+    assert config.snapshot_every == 120 and config.positive == "UP"
+    assert len(json.loads(reference)["curves"]["n_labelled"]) == 100
 
 
 @pytest.mark.slow
@@ -173,38 +328,36 @@ def test_instance_order_matches_the_per_event_reorder_also_when_it_skips_gaps(ma
         ({"window": 48, "fading": 0.9}, "time:86400"),  # a day of event time
     ],
 )
-def test_electricity_same_json_as_the_per_event_core(data_dir, settings, delay) -> None:
-    # both columnar inputs: the replay schedule's events, and the labels and event times
-    # alone (no event objects, no features); blocks of one instance (2 events) and of sizes
-    # that do not divide
-    config = ExperimentConfig(
-        "e", BOTH, dataset="electricity", delay=delay, snapshot_every=0, **settings
+def test_electricity_baselines_same_json(data_dir, settings, delay) -> None:
+    # the labels and event times alone (no event objects, no features): blocks of one
+    # instance and of sizes that do not divide
+    config, reference = real_case(
+        data_dir, learners=BOTH, dataset="electricity", delay=delay, snapshot_every=4000, **settings
     )
-    dataset, config = prepare(config, data_dir)
-    assert config.positive is not None  # the AUC is part of the comparison
-    events = list(schedule(config, dataset))
-    reference = document(drive(Experiment(config), events, None, False, None))
-    for block in (4097, 10**7):
-        columnar = drive_columnar(ColumnarExperiment(config), events, None, False, block)
-        assert document(columnar) == reference, f"events, block of {block}"
-    for block in (2, 4097, 10**7):
-        assert document(label_schedule_run(config, dataset, block)) == reference, block
-    assert evaluate_config(config, data_dir=data_dir)["runtime"]["path"] == "columnar"
-
-
-@pytest.mark.parametrize("delay", [InstanceDelay(0), InstanceDelay(17), TimeDelay(6.0)])
-def test_synthetic_stream_from_its_labels_alone_same_json(delay) -> None:
-    rows = synthetic(1500, seed=7)
-    dataset = Dataset.from_instances("syn", rows)
-    config = ExperimentConfig(
-        "s", BOTH, window=25, fading=0.8, positive="flat", delay=str(delay), limit=1400
-    )
-    events = list(replay_schedule("s", rows[:1400], delay))
-    reference = document(drive(Experiment(config), events, None, False, None))
-    for block in (1, 2, 3, 999):
+    dataset, _ = prepare(config, data_dir)
+    for block in (2, 4097):
         assert document(label_schedule_run(config, dataset, block)) == reference, block
 
 
-def test_label_schedule_refuses_decreasing_event_times() -> None:
-    with pytest.raises(ValueError, match="event time must not decrease"):
-        LabelSchedule.build(np.array([0.0, 2.0, 1.0]), InstanceDelay(1))
+@pytest.mark.slow
+def test_covtype_and_airlines_same_json(data_dir) -> None:
+    # seven classes, a count delay; and a delay read from the features (the landing time)
+    real_case(
+        data_dir,
+        learners=["nochange", "majority", "nb"],
+        dataset="covtype",
+        limit=4000,
+        delay="100",
+        window=300,
+        fading=0.995,
+        snapshot_every=500,
+    )
+    real_case(
+        data_dir,
+        learners=["nb", "nochange"],
+        dataset="airlines",
+        limit=4000,
+        delay="natural",
+        window=200,
+        snapshot_every=700,
+    )

@@ -1,28 +1,43 @@
-"""The columnar evaluation core: blocks of the schedule in, arrays out, metrics in bulk.
+"""The columnar evaluation core: learners called per event, metrics computed in bulk.
 
 The per-event :class:`~streameval.pipeline.experiment.Experiment` is the reference;
-this package computes the same results document from arrays, for experiments whose
-learners look only at the labels (No-Change and Majority, the two baselines):
+this package gives the same outputs and results document, number for number, for
+every experiment without continuous re-evaluation under the ``papers`` protocol, at a
+cost per instance close to the learners' own calls:
 
-* :mod:`~streameval.pipeline.columnar.labels` -- labels as integer codes, and the
-  baselines' predictions for a block as shifted label arrays and running counts;
-* :mod:`~streameval.pipeline.columnar.weights` -- the whole, window and fading
-  estimates of a weighted count, to the last bit of the per-event recursions;
-* :mod:`~streameval.pipeline.columnar.confusion` and
-  :mod:`~streameval.pipeline.columnar.auc` -- the confusion counts and the
-  prequential AUC of one learner from its arrays;
-* :mod:`~streameval.pipeline.columnar.diagnostics` -- the temporal-dependence
-  diagnostics from the label sequence in instance order;
-* :mod:`~streameval.pipeline.columnar.schedule` -- the replay schedule as arrays
-  when the delay does not read the features (no event objects, no feature decoding);
-* :mod:`~streameval.pipeline.columnar.experiment` -- :class:`ColumnarExperiment`,
-  which takes blocks of input events and reports through the per-event reporting code,
-  so that the JSON is the same for any block size;
-* :mod:`~streameval.pipeline.columnar.driver` -- when the in-process driver may take
-  this path (:func:`supports`) and the block loops (:func:`evaluate_columnar`).
+* :mod:`~streameval.pipeline.columnar.experiment` -- :class:`ColumnarExperiment`: the
+  protocol at each event (the learners' calls, the reference baselines, drift
+  detectors), scored labels kept as rows of class codes;
+* :mod:`~streameval.pipeline.columnar.callers` -- how each learner is called;
+* :mod:`~streameval.pipeline.columnar.waiting` -- the instances waiting for a label;
+* :mod:`~streameval.pipeline.columnar.segment` -- scored labels as arrays, and the tape
+  of the most recent ones that windowed estimates read;
+* :mod:`~streameval.pipeline.columnar.scoreboard` -- every metric in bulk, written into
+  the per-event report objects when a snapshot or the results are read:
+  :mod:`~streameval.pipeline.columnar.confusion` (the kappa family under every
+  estimator, with :mod:`~streameval.pipeline.columnar.weights`),
+  :mod:`~streameval.pipeline.columnar.auc`, :mod:`~streameval.pipeline.columnar.pairs`,
+  :mod:`~streameval.pipeline.columnar.diagnostics`;
+* :mod:`~streameval.pipeline.columnar.labels` and
+  :mod:`~streameval.pipeline.columnar.schedule` -- labels as codes, the baselines'
+  predictions as arrays and the replay schedule from the event times alone, for
+  experiments whose learners only look at the labels;
+* :mod:`~streameval.pipeline.columnar.driver` -- when ``evaluate`` takes this path
+  (:func:`supports`) and its loops (:func:`evaluate_columnar`).
 """
 
-from streameval.pipeline.columnar.driver import drive_columnar, evaluate_columnar, supports
+from streameval.pipeline.columnar.driver import (
+    drive_columnar,
+    drive_steps,
+    evaluate_columnar,
+    supports,
+)
 from streameval.pipeline.columnar.experiment import ColumnarExperiment
 
-__all__ = ["ColumnarExperiment", "drive_columnar", "evaluate_columnar", "supports"]
+__all__ = [
+    "ColumnarExperiment",
+    "drive_columnar",
+    "drive_steps",
+    "evaluate_columnar",
+    "supports",
+]

@@ -1,38 +1,52 @@
-"""When the in-process driver takes the columnar path, and its block loop.
+"""The in-process driver of the columnar core: when it applies, and its loops.
 
 :func:`supports` says whether an experiment's results can come from
 :class:`~streameval.pipeline.columnar.experiment.ColumnarExperiment`: a classification
-stream, learners that are all label-only (No-Change, whole-history Majority), and
-nothing that needs a per-event state the arrays do not keep -- continuous
-re-evaluation, drift detectors, periodic snapshots, output events, or a pending
-buffer that could evict. Anything else runs on the per-event path, which is the
-reference this one is tested against.
+stream without continuous re-evaluation under the ``papers`` protocol. Anything else
+runs on the per-event path, the reference this one is tested against.
 
-:func:`evaluate_columnar` is ``evaluate_config`` on this path; when the delay does not
-read the features (a count or a fixed time) it reads only the labels and event times
-(:func:`drive_labels`), else the replay schedule's events (:func:`drive_columnar`).
+:func:`evaluate_columnar` is ``evaluate_config`` on this path, with one of two loops:
+
+* :func:`drive_steps`: the replay schedule as plain tuples
+  (:func:`~streameval.pipeline.streams.schedule.schedule_steps`), each handed to the
+  experiment's ``features`` or ``label``: the learners' calls and nothing more per
+  event;
+* :func:`drive_labels`: when every learner looks only at the labels (No-Change,
+  whole-history Majority) and the delay does not read the features, the labels and
+  event times alone (:class:`~streameval.pipeline.columnar.schedule.LabelSchedule`):
+  the baselines' predictions come out as arrays and the scored labels go to the
+  scoreboard a snapshot interval at a time.
+
+:func:`drive_columnar` feeds a list of input events in blocks (the library's
+iterables, the tests).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from typing import Any
 
 import numpy as np
-from streameval.pipeline.columnar.experiment import ColumnarExperiment, label_only
+from streameval.pipeline.columnar.callers import reference_of
+from streameval.pipeline.columnar.experiment import ColumnarExperiment, unsupported
+from streameval.pipeline.columnar.labels import LabelBaselines
 from streameval.pipeline.columnar.schedule import LabelSchedule, applies
+from streameval.pipeline.columnar.segment import Segment
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import InputEvent
-from streameval.pipeline.progress import Progress
+from streameval.pipeline.events import InputEvent, Output
+from streameval.pipeline.labels_progress import LabelProgress
+from streameval.pipeline.protocol import labels_first
 from streameval.pipeline.streams.base import Dataset, RecordSource
 from streameval.pipeline.streams.delay import DelayModel, parse_delay
-from streameval.pipeline.streams.schedule import replay_schedule
+from streameval.pipeline.streams.schedule import FEATURES, Step, schedule_steps
 
-#: Events per block: enough to amortise the array calls, small enough to stay in cache.
+#: Instances per block of the baselines' array predictions.
 BLOCK = 8192
-LABEL_ONLY_SPECS = {"nochange", "majority"}
+#: Events between two updates of the progress.
+PROGRESS_EVERY = 1024
+OnOutput = Callable[[Output], None] | None
 
 
 def supports(
@@ -42,29 +56,35 @@ def supports(
     streaming_outputs: bool = False,
     n_instances: int | None = None,
 ) -> bool:
-    """Whether the columnar path computes this experiment's results.
+    """Whether the columnar path computes this experiment's results (any learners, any
+    outputs; the keywords are those of the label-only arrays path, see
+    :func:`label_schedule_applies`).
 
-    ``learners`` are the model objects (``None``: ``config.learners`` are specs);
-    ``streaming_outputs`` whether the caller wants output events; ``n_instances``
-    the stream's length when known (the pending buffer must not be able to evict).
-
-    >>> supports(ExperimentConfig("s", ["nochange", "majority"], window=100), n_instances=10)
+    >>> supports(ExperimentConfig("s", ["nochange", "nb"], window=100))
     True
-    >>> supports(ExperimentConfig("s", ["nochange", "nb"]), n_instances=10)
+    >>> supports(ExperimentConfig("s", ["nb"], reeval_k=10))
     False
     """
-    if config.task != "classification" or config.reeval or config.detectors:
+    return unsupported(config) is None
+
+
+def label_schedule_applies(
+    experiment: ColumnarExperiment, dataset: Dataset, delay: DelayModel, on_output: OnOutput
+) -> bool:
+    """Whether :func:`drive_labels` gives ``experiment``'s results: every learner a
+    baseline of the labels, nothing asked per event (outputs, detectors, a stop), a
+    delay that does not read the features, and no pending instance ever evicted."""
+    config = experiment.config
+    if on_output is not None or config.detectors or config.stop_at_labels is not None:
         return False
-    if config.drift_reset or config.snapshot_every or streaming_outputs:
+    if any(reference_of(slot.learner) is None for slot in experiment.slots):
         return False
-    if config.protocol != "papers" or config.stop_at_labels is not None:
+    if not applies(delay) or type(dataset.source).ident is not RecordSource.ident:
         return False
-    cap = config.pending_cap
-    if cap is not None and (n_instances is None or n_instances > cap):
-        return False
-    if learners is None:
-        return bool(config.learners) and set(config.learners) <= LABEL_ONLY_SPECS
-    return bool(learners) and all(label_only(m) is not None for m in learners.values())
+    n = getattr(dataset, "n_instances", None)
+    if config.limit is not None:
+        n = config.limit if n is None else min(n, config.limit)
+    return config.pending_cap is None or (n is not None and n <= config.pending_cap)
 
 
 def evaluate_columnar(
@@ -73,18 +93,56 @@ def evaluate_columnar(
     total: int | None,
     progress: bool,
     *,
+    on_output: OnOutput = None,
     allow_import: bool = False,
-    block: int = BLOCK,
 ) -> dict[str, Any]:
-    """``evaluate_config`` on the columnar path: from the labels and event times alone
-    when the delay allows it (:mod:`~streameval.pipeline.columnar.schedule`), else from
-    the replay schedule's events."""
-    experiment = ColumnarExperiment(config, allow_import=allow_import)
+    """``evaluate_config`` on the columnar path (see the module docstring)."""
+    experiment = ColumnarExperiment(
+        config, emit_predictions=on_output is not None, allow_import=allow_import
+    )
     delay = parse_delay(config.delay, dataset)
-    if applies(delay) and type(dataset.source).ident is RecordSource.ident:
-        return drive_labels(experiment, dataset, delay, total, progress, block)
-    events = replay_schedule(config.stream, dataset.iter_instances(config.limit), delay)
-    return drive_columnar(experiment, events, total, progress, block)
+    if label_schedule_applies(experiment, dataset, delay, on_output):
+        return drive_labels(experiment, dataset, delay, total, progress)
+    steps = schedule_steps(
+        dataset.iter_instances(config.limit), delay, labels_first=labels_first(config.protocol)
+    )
+    return drive_steps(experiment, steps, total, progress, on_output)
+
+
+def drive_steps(
+    experiment: ColumnarExperiment,
+    steps: Iterable[Step],
+    total: int | None,
+    progress: bool,
+    on_output: OnOutput = None,
+) -> dict[str, Any]:
+    """Feed the schedule's steps to ``experiment``; its results with ``runtime`` added."""
+    bar = LabelProgress(None if total is None else (total - 1) // 2, enabled=progress)
+    start = time.perf_counter()
+    features, label = experiment.features, experiment.label
+    stop = experiment.config.stop_at_labels
+    n_events, ts = 0, 0.0
+    for step in steps:
+        ts = step[2]
+        n_events += 1
+        if stop is not None and experiment.stopped:
+            experiment.counters["after_stop"] += 1
+            continue
+        if step[0] == FEATURES:
+            out = features(step[1].id, ts, step[1].x)
+        else:
+            out = label(step[1], ts, step[3])
+        if out and on_output is not None:
+            for o in out:
+                on_output(o)
+        if progress and not n_events % PROGRESS_EVERY:
+            _follow(bar, experiment)
+    for o in experiment.end(ts):
+        if on_output is not None:
+            on_output(o)
+    _follow(bar, experiment)
+    bar.close()
+    return _with_runtime(experiment, start, n_events + 1)
 
 
 def drive_labels(
@@ -95,29 +153,95 @@ def drive_labels(
     progress: bool,
     block: int = BLOCK,
 ) -> dict[str, Any]:
-    """Read only the labels and event times of ``dataset`` (positional ids) and feed
-    ``experiment`` blocks of ``block`` instances of their :class:`LabelSchedule`."""
-    bar = Progress(total, "events", enabled=progress)
+    """Read only the labels and event times of ``dataset`` (positional ids) and score
+    their :class:`LabelSchedule` a snapshot interval (or a block) of labels at a time."""
+    bar = LabelProgress(None if total is None else (total - 1) // 2, enabled=progress)
     start = time.perf_counter()
+    ts, y = _labels_and_times(dataset, experiment.config.limit)
+    schedule = LabelSchedule.build(np.asarray(ts, dtype=float), delay)
+    codes = experiment.code_labels(y, schedule.order)
+    arrays = _baselines(experiment, schedule, codes, max(1, block))
+    kinds = [reference_of(slot.learner) for slot in experiment.slots]
+    every = experiment.config.snapshot_every
+    n = len(y)
+    for c0, c1 in _cuts(n, every or 0, block):
+        at = schedule.order[c0:c1]
+        experiment.score(_segment(arrays, kinds, at, codes[at], experiment.board.auc != {}))
+        f, last_ts = schedule.at_label(c1)
+        _advance(experiment, f, c1, last_ts)
+        if every and c1 % every == 0:
+            experiment.curves.extend(experiment.snapshots("periodic"))
+        bar.update(c1, pending=f - c1)
+    _advance(experiment, n, n, schedule.last_ts)
+    experiment.max_pending = schedule.max_pending
+    experiment.end(schedule.last_ts)
+    bar.close()
+    return _with_runtime(experiment, start, 2 * n + 1)
+
+
+def _labels_and_times(dataset: Dataset, limit: int | None) -> tuple[list[float], list[Any]]:
     source = dataset.source
     records = source.records()
-    if experiment.config.limit is not None:
-        records = islice(records, experiment.config.limit)
+    if limit is not None:
+        records = islice(records, limit)
     label = source.label
     ts: list[float] = []
     y: list[Any] = []
     for t, record in records:
         ts.append(t)
         y.append(label(record))
-    schedule = LabelSchedule.build(np.asarray(ts, dtype=float), delay)
-    codes = experiment.code_labels(y, schedule.order)
-    for part in schedule.blocks(max(1, block // 2)):  # two events per instance
-        experiment.process_arrays(part, codes)
-        bar.advance(len(part.seen) + len(part.labels))
-    experiment.max_pending, experiment.last_ts = schedule.max_pending, schedule.last_ts
-    experiment.end()
-    bar.close()
-    return _with_runtime(experiment, start, 2 * len(y) + 1)
+    return ts, y
+
+
+def _baselines(
+    experiment: ColumnarExperiment, schedule: LabelSchedule, codes: np.ndarray, block: int
+) -> dict[str, np.ndarray]:
+    """No-Change's and Majority's predictions and positive-class scores at every arrival."""
+    n = len(schedule.seen)
+    out = {
+        "per": np.empty(n, dtype=np.int32),
+        "maj": np.empty(n, dtype=np.int32),
+        "per_score": np.empty(n),
+        "maj_score": np.empty(n),
+    }
+    baselines = LabelBaselines()
+    for part in schedule.blocks(block):
+        p = baselines.predict(
+            part.seen, codes[part.labels], experiment.codes, experiment.config.positive
+        )
+        stop = part.start + len(part.seen)
+        out["per"][part.start : stop], out["maj"][part.start : stop] = p.per, p.maj
+        out["per_score"][part.start : stop] = p.per_score
+        out["maj_score"][part.start : stop] = p.maj_score
+    return out
+
+
+def _cuts(n: int, every: int, block: int) -> Iterable[tuple[int, int]]:
+    """Label ranges ``[c0, c1)`` ending at every snapshot (every ``every`` labels) and at
+    most ``block`` long."""
+    c0 = 0
+    while c0 < n:
+        c1 = min(n, c0 + block)
+        if every:
+            c1 = min(c1, (c0 // every + 1) * every)
+        yield c0, c1
+        c0 = c1
+
+
+def _segment(
+    arrays: dict[str, np.ndarray], kinds: list[Any], at: np.ndarray, y: np.ndarray, auc: bool
+) -> Segment:
+    names = ["per", "maj"]
+    pred = np.stack([arrays[names[k]][at] for k in kinds], axis=1)
+    score = np.stack([arrays[f"{names[k]}_score"][at] for k in kinds], axis=1) if auc else None
+    return Segment(y, at.astype(np.int64), arrays["per"][at], arrays["maj"][at], pred, score)
+
+
+def _advance(experiment: ColumnarExperiment, n_features: int, n_labels: int, ts: float) -> None:
+    """The experiment's counts as the per-event core would hold them right now."""
+    experiment.n_instances, experiment.n_labelled = n_features, n_labels
+    experiment.buffer.untracked = n_features - n_labels
+    experiment.last_ts = ts
 
 
 def drive_columnar(
@@ -126,19 +250,27 @@ def drive_columnar(
     total: int | None,
     progress: bool,
     block: int = BLOCK,
+    on_output: OnOutput = None,
 ) -> dict[str, Any]:
     """Feed ``events`` to ``experiment`` in blocks of ``block`` events; its results
     document with ``runtime`` added (as :func:`~streameval.pipeline.evaluate.drive`)."""
-    bar = Progress(total, "events", enabled=progress)
+    bar = LabelProgress(None if total is None else (total - 1) // 2, enabled=progress)
     start = time.perf_counter()
     n_events = 0
     it = iter(events)
     while chunk := list(islice(it, block)):
-        experiment.process_block(chunk)
+        out = experiment.process_block(chunk)
+        if on_output is not None:
+            for o in out:
+                on_output(o)
         n_events += len(chunk)
-        bar.advance(len(chunk))
+        _follow(bar, experiment)
     bar.close()
     return _with_runtime(experiment, start, n_events)
+
+
+def _follow(bar: LabelProgress, experiment: ColumnarExperiment) -> None:
+    bar.update(experiment.n_labelled, pending=len(experiment.buffer))
 
 
 def _with_runtime(experiment: ColumnarExperiment, start: float, n_events: int) -> dict[str, Any]:

@@ -1,67 +1,104 @@
-"""An experiment of label-only learners, evaluated a block of events at a time.
+"""One stream, many learners, metrics in bulk: the columnar evaluation core.
 
 :class:`ColumnarExperiment` takes the same input events as the per-event
-:class:`~streameval.pipeline.experiment.Experiment` (the reference), in blocks. The
-only per-event work is what the events themselves demand: matching each label to
-its pending instance and coding it. Per block, the baselines' predictions at every
-feature event come out as arrays (:mod:`~streameval.pipeline.columnar.labels`); at
-snapshot time the confusion counts, AUC and pairwise comparisons are computed from
-the arrays of scored labels, written into a reference experiment's scorecards, and
-reported by its own code. So the results document is the per-event one, value for
-value, and the same for any block size.
+:class:`~streameval.pipeline.experiment.Experiment` (its reference) and returns the
+same outputs and the same results document, number for number, for every experiment
+without continuous re-evaluation under the ``papers`` protocol
+(``delayed-labelling-continuous-reevaluation.txt``, Algorithm 1 with no re-prediction):
 
-Its learners are No-Change and Majority (whole history): under the protocol of
-``delayed-labelling-continuous-reevaluation.txt`` (Algorithm 1, without
-re-evaluation) each predicts at a feature event from the labels learned so far,
-exactly as the references ``y_per`` and ``y_maj`` do.
+* features of a new instance arrive: every learner makes its first prediction, and
+  the two reference baselines theirs -- No-Change the last label learned, Majority the
+  most frequent (``temporal-dependence-evaluation-journal.txt`` eq. 6 and 7);
+* its label arrives: the instance is scored, then every learner learns the label.
 
->>> from streameval.pipeline.config import ExperimentConfig
+Only what the protocol needs at each event is done at that event: the learners' calls
+(one ``predict_proba_one`` per instance and learner, one ``learn_one`` per label, as in
+River's own loop), the baselines' two numbers, the drift detectors when asked for. A
+scored label is a row of class codes (:class:`~streameval.pipeline.columnar.segment.Segment`);
+the metrics -- the kappa family under every estimator, the prequential AUC, the
+pairwise comparisons, the temporal-dependence diagnostics -- are computed from those
+rows a segment at a time by the :class:`~streameval.pipeline.columnar.scoreboard.Scoreboard`,
+when a snapshot or the results are read, and reported by the per-event reporting code.
+
+Learners that read no feature (an untrained No-Change or whole-history Majority) are
+not called at all when no AUC needs their probabilities: their predictions are the
+reference baselines'.
+
 >>> from streameval.pipeline.events import FeatureEvent, LabelEvent, EndOfStream
 >>> exp = ColumnarExperiment(ExperimentConfig("s", ["majority"]))
->>> events = []
 >>> for i, y in enumerate("aab"):
-...     events += [FeatureEvent("s", str(i), float(i), {}, 2 * i),
-...                LabelEvent("s", str(i), float(i), y, 2 * i + 1)]
->>> exp.process_block(events + [EndOfStream("s", 3.0, 6)])
+...     _ = exp.process(FeatureEvent("s", str(i), float(i), {}, 2 * i))
+...     _ = exp.process(LabelEvent("s", str(i), float(i), y, 2 * i + 1))
+>>> _ = exp.process(EndOfStream("s", 3.0, 6))
 >>> exp.results()["learners"]["majority"]["accuracy"]  # None, then 'a' twice: right once
 0.3333333333333333
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from streameval.pipeline.columnar.auc import filled_auc
-from streameval.pipeline.columnar.confusion import Estimate, confusion_matrix, estimator
-from streameval.pipeline.columnar.diagnostics import fill_temporal, instance_order
-from streameval.pipeline.columnar.labels import ClassCodes, Column, LabelBaselines
-from streameval.pipeline.columnar.pairs import fill_pairs
-from streameval.pipeline.columnar.schedule import Block
+from streameval.pipeline import reporting
+from streameval.pipeline.calls import LearnerCalls
+from streameval.pipeline.columnar.callers import Caller, callers_for
+from streameval.pipeline.columnar.labels import ClassCodes
+from streameval.pipeline.columnar.scoreboard import Scoreboard
+from streameval.pipeline.columnar.segment import NONE, Segment
+from streameval.pipeline.columnar.waiting import Waiting
 from streameval.pipeline.config import ExperimentConfig
-from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
-from streameval.pipeline.experiment import Experiment
-from streameval.pipeline.learners.baselines import Majority, NoChange
-from streameval.pipeline.metrics.forgetting import Forgetting
+from streameval.pipeline.diagnostics.temporal import TemporalDependence
+from streameval.pipeline.events import (
+    DriftEvent,
+    EndOfStream,
+    FeatureEvent,
+    InputEvent,
+    LabelEvent,
+    MetricSnapshot,
+    Output,
+    PredictionEvent,
+)
+from streameval.pipeline.experiment import _Slot, check_positive
+from streameval.pipeline.learners import bind_context
+from streameval.pipeline.learners.base import StreamContext
+from streameval.pipeline.learners.river_adapter import clean
+from streameval.pipeline.lineup import build_learners, scorecard_for
+from streameval.pipeline.pairs import PairwiseComparisons
+from streameval.pipeline.protocol import protocol_of
+from streameval.pipeline.report.curves import CurveRecorder
+
+#: Labels scored between two updates of the scoreboard when no snapshot asks sooner:
+#: bounds the rows held as Python lists.
+FLUSH_EVERY = 8192
+# a pending instance's record: arrival index, features, cleaned features, labels seen
+# at arrival, first predictions (codes: No-Change, Majority, the learners), scores,
+# whether newer features replaced the first ones
+AT, X, XC, SEEN, ROW, SCORES, UPDATED = range(7)
 
 
-def label_only(learner: Any) -> str | None:
-    """``"per"`` for an untrained No-Change, ``"maj"`` for an untrained whole-history
-    Majority, else ``None`` (the learner needs the per-event path)."""
-    if type(learner) is NoChange and learner.last is None:
-        return "per"
-    if type(learner) is Majority and learner.window is None and not learner.counts:
-        return "maj"
+def unsupported(config: ExperimentConfig) -> str | None:
+    """Why the columnar core cannot evaluate ``config`` (``None``: it can).
+
+    >>> unsupported(ExperimentConfig("s", ["nb"], reeval_k=10))
+    'continuous re-evaluation'
+    """
+    if config.task != "classification":
+        return "a regression task"
+    if config.reeval:
+        return "continuous re-evaluation"
+    if config.protocol != "papers":
+        return f"the {config.protocol} protocol"
     return None
 
 
 class ColumnarExperiment:
-    """Evaluate No-Change and Majority learners on blocks of input events.
+    """Evaluate several learners on one stream of input events (see the module docstring).
 
-    ``config`` and ``learners`` are as for :class:`Experiment`; every learner must be
-    label-only (:func:`label_only`), and the config must ask for nothing the arrays do
-    not hold (:func:`~streameval.pipeline.columnar.driver.supports`).
+    The interface is :class:`~streameval.pipeline.experiment.Experiment`'s: ``process``
+    each event in schedule order (or :meth:`process_block` a list of them),
+    :meth:`snapshots`, :meth:`results`; ``buffer`` holds the pending instances; the
+    object pickles (a checkpoint).
     """
 
     def __init__(
@@ -69,88 +106,253 @@ class ColumnarExperiment:
         config: ExperimentConfig,
         *,
         learners: Mapping[str, Any] | None = None,
+        emit_predictions: bool = False,
         allow_import: bool = False,
     ) -> None:
+        why = unsupported(config)
+        if why is not None:
+            raise ValueError(f"the columnar core does not evaluate {why}: use Experiment")
         self.config = config
-        self.reporter = Experiment(config, learners=learners, allow_import=allow_import)
-        self.kinds = [label_only(slot.learner) for slot in self.reporter.slots]
-        if None in self.kinds:
-            names = [s.name for s, k in zip(self.reporter.slots, self.kinds, strict=True) if not k]
-            raise ValueError(f"learners {names} are not label-only: use the per-event path")
+        self.emit_predictions = emit_predictions
+        self.classification = True
+        self.n_bins = config.bins
+        self.context = StreamContext()
+        self.protocol = protocol_of(config.protocol, config.classes)
+        given = build_learners(config, learners, self.context, allow_import=allow_import)
+        self.slots = [_Slot(name, m, scorecard_for(config)) for name, m in given.items()]
+        self.calls = LearnerCalls(self.protocol, True, self.slots)
+        self._lags = self.context.capacity
+        self.buffer = Waiting(cap=config.pending_cap)
+        names = [slot.name for slot in self.slots]
+        self.pairs = PairwiseComparisons(names, config.estimators(), classification=True)
+        self.diagnostics = TemporalDependence(max_lag=config.max_lag)
+        self.curves = CurveRecorder()
         self.codes = ClassCodes()
-        self.baselines = LabelBaselines()
-        self.pending: dict[str, int] = {}  # instance id -> arrival index
-        self.by_arrival = {
-            "per": Column(np.int32),
-            "maj": Column(np.int32),
-            "per_score": Column(np.float64),
-            "maj_score": Column(np.float64),
+        self.board = Scoreboard(config, len(self.slots))
+        self.n_instances = self.n_labelled = self.n_repredictions = 0
+        self.max_pending = self.max_held = 0
+        self.classes: list[str] = []
+        self._is_label: set[int] = set()
+        self.counters = {
+            "unknown_labels": 0,
+            "feature_updates": 0,
+            "features_after_eviction": 0,
+            "never_labelled": 0,
         }
-        self.y = Column(np.int32)  # scored labels' codes, in label order
-        self.arrival = Column(np.int64)  # their instances' arrival indices
-        self.n_instances = 0
-        self.n_labelled = 0
-        self.max_pending = 0
+        if config.stop_at_labels is not None:
+            self.counters["after_stop"] = 0
         self.last_ts = 0.0
         self.ended = False
-        self.counters = dict(self.reporter.counters)
+        # the reference baselines: No-Change's last label, Majority's counts and choice
+        self._per = self._maj = NONE
+        self._counts: list[int] = []
+        self._rows: list[tuple[int, ...]] = []  # scored labels not yet on the board
+        self._labels: list[int] = []
+        self._arrivals: list[int] = []
+        self._scores: list[tuple[float, ...]] = []
+        self._plan()
 
-    def process_block(self, events: Sequence[InputEvent]) -> None:
-        """Handle a block of events in schedule order (they produce no output)."""
-        seen: list[int] = []  # labels learned before each new instance arrived
-        learned: list[int] = []  # codes of the labels learned in this block
-        arrivals: list[int] = []  # arrival index of each labelled instance
-        pending, code = self.pending, self.codes.code
-        for ev in events:
-            if ev.ts > self.last_ts:
-                self.last_ts = ev.ts
-            if isinstance(ev, FeatureEvent):
-                if ev.id in pending:
-                    self.counters["feature_updates"] += 1
-                    continue
-                pending[ev.id] = self.n_instances
-                self.n_instances += 1
-                seen.append(self.n_labelled)
-                if len(pending) > self.max_pending:
-                    self.max_pending = len(pending)
-            elif isinstance(ev, LabelEvent):
-                at = pending.pop(ev.id, None)
-                if at is None:
-                    self.counters["unknown_labels"] += 1
-                    continue
-                self.n_labelled += 1
-                learned.append(code(ev.y))
-                arrivals.append(at)
-            elif isinstance(ev, EndOfStream):
-                self.end()
-            else:
-                raise TypeError(f"not an input event: {ev!r}")
-        self._append(seen, learned, arrivals)
+    # -- the protocol -----------------------------------------------------------------------
 
-    def _append(self, seen: Any, learned: Any, arrivals: Any) -> None:
-        """The block's predictions by arrival index, and its scored labels."""
-        p = self.baselines.predict(np.asarray(seen), learned, self.codes, self.config.positive)
-        columns = self.by_arrival
-        columns["per"].extend(p.per)
-        columns["maj"].extend(p.maj)
-        columns["per_score"].extend(p.per_score)
-        columns["maj_score"].extend(p.maj_score)
-        self.y.extend(np.asarray(learned, dtype=np.int32))
-        self.arrival.extend(np.asarray(arrivals, dtype=np.int64))
+    def _plan(self) -> None:
+        """How each learner is called (rebuilt after a drift reset and after unpickling)."""
+        with_auc = self.config.positive is not None
+        self._callers: list[Caller] = callers_for(
+            self.slots,
+            self.calls,
+            self.config.positive if with_auc else None,
+            label_only_ok=not with_auc and not self.config.drift_reset,
+        )
+        self._cleans = any(c.cleaned for c in self._callers)
+        self._auc = with_auc
+        self._watch = bool(self.config.detectors) or self.emit_predictions
 
-    def process_arrays(self, block: Block, codes: np.ndarray) -> None:
-        """A block of a :class:`~streameval.pipeline.columnar.schedule.LabelSchedule`;
-        ``codes[i]`` is the code of instance ``i``'s label in ``self.codes``
-        (:meth:`code_labels`). Set ``max_pending`` and ``last_ts`` from the schedule and
-        call :meth:`end` after the last block."""
-        learned = codes[block.labels]
-        self.n_instances += len(block.seen)
-        self.n_labelled += len(learned)
-        self._append(block.seen, learned, block.labels)
+    def process(self, event: InputEvent, nbytes: int = 0) -> list[Output]:
+        """Handle one input event; return what it produced (as ``Experiment.process``)."""
+        if isinstance(event, FeatureEvent):
+            if self.stopped:
+                self.counters["after_stop"] += 1
+                return []
+            return self.features(event.id, event.ts, event.x, nbytes)
+        if isinstance(event, LabelEvent):
+            if self.stopped:
+                self.counters["after_stop"] += 1
+                return []
+            return self.label(event.id, event.ts, event.y)
+        if isinstance(event, EndOfStream):
+            return self.end(event.ts)
+        raise TypeError(f"not an input event: {event!r}")
 
-    def code_labels(self, y: Sequence[Hashable], order: np.ndarray) -> np.ndarray:
-        """The code of every instance's label ``y[i]``, numbered in the release ``order``
-        of the labels (the order the per-event core meets them in)."""
+    def process_block(self, events: Iterable[InputEvent]) -> list[Output]:
+        """Handle events in schedule order; return everything they produced."""
+        out: list[Output] = []
+        for event in events:
+            out.extend(self.process(event))
+        return out
+
+    run = process_block
+
+    @property
+    def stopped(self) -> bool:
+        """Whether ``config.stop_at_labels`` labels have been scored."""
+        stop = self.config.stop_at_labels
+        return stop is not None and self.n_labelled >= stop
+
+    def features(self, uid: Hashable, ts: float, x: Any, nbytes: int = 0) -> list[Output]:
+        """The features of instance ``uid`` arrive at event time ``ts``."""
+        if ts > self.last_ts:
+            self.last_ts = ts
+        buffer = self.buffer
+        record = buffer.get(uid)
+        if record is not None:  # newer features of a pending instance (sect. 7.2)
+            buffer.replace(uid, nbytes)
+            record[X], record[XC], record[UPDATED] = x, clean(x) if self._cleans else x, True
+            self.counters["feature_updates"] += 1
+            return []
+        if buffer.was_evicted(uid):
+            self.counters["features_after_eviction"] += 1
+            return []
+        at = self.context.arrive()
+        self.n_instances += 1
+        xc = clean(x) if self._cleans else x
+        row = [self._per, self._maj]
+        scores: list[float] = []
+        code = self.codes.code
+        for caller in self._callers:
+            if caller.reference is not None:  # a baseline's own prediction: no call
+                row.append(row[caller.reference])
+                continue
+            y_pred, score = caller.predict(x, xc, at)
+            row.append(NONE if y_pred is None else code(y_pred))
+            if self._auc:
+                scores.append(score)
+        buffer.add(uid, [at, x, xc, self.n_labelled, tuple(row), tuple(scores), False], nbytes)
+        if len(buffer) > self.max_pending:
+            self.max_pending = len(buffer)
+        if not self.emit_predictions:
+            return []
+        labels, stream = self.codes.labels, self.config.stream
+        return [
+            PredictionEvent(stream, slot.name, uid, ts, "first", _label(labels, c), 0)  # type: ignore[arg-type]
+            for slot, c in zip(self.slots, row[2:], strict=True)
+        ]
+
+    def label(self, uid: Hashable, ts: float, y: Any) -> list[Output]:
+        """The label of instance ``uid`` arrives at event time ``ts``: score, then learn."""
+        if ts > self.last_ts:
+            self.last_ts = ts
+        record = self.buffer.pop(uid)
+        if record is None:
+            self.counters["unknown_labels"] += 1
+            return []
+        self.n_labelled += 1
+        code = self.codes.code(y)
+        if code not in self._is_label:
+            self._is_label.add(code)
+            self.classes.append(str(y))
+        self._rows.append(record[ROW])
+        self._labels.append(code)
+        self._arrivals.append(record[AT])
+        if self._auc:
+            self._scores.append(record[SCORES])
+        out = self._watched(uid, ts, record, code) if self._watch else []
+        self._learn(record, y, code)
+        if self.config.drift_reset:
+            self._reset_alarmed()
+        every = self.config.snapshot_every
+        if every and self.n_labelled % every == 0:
+            snapshots = self.snapshots("periodic")
+            self.curves.extend(snapshots)
+            out.extend(snapshots)
+        elif len(self._labels) >= FLUSH_EVERY:
+            self._flush()
+        return out
+
+    def _watched(self, uid: Hashable, ts: float, record: list, code: int) -> list[Output]:
+        """The outputs of a label: test-then-train predictions, drift alarms."""
+        out: list[Output] = []
+        unchanged = record[SEEN] == self.n_labelled - 1 and not record[UPDATED]
+        labels, stream = self.codes.labels, self.config.stream
+        for i, slot in enumerate(self.slots):
+            first = record[ROW][2 + i]
+            if self.emit_predictions:
+                final = (
+                    _label(labels, first)
+                    if unchanged
+                    else self.calls.predict(slot.learner, record[X], record[AT])[0]
+                )
+                out.append(
+                    PredictionEvent(stream, slot.name, uid, ts, "final", final, self.n_bins + 1)
+                )
+            card = slot.card
+            card.n_scored = self.n_labelled
+            for alarm in card.detect(0.0 if first == code else 1.0):
+                out.append(
+                    DriftEvent(
+                        stream, slot.name, alarm.detector, alarm.n_scored, ts, alarm.statistic
+                    )
+                )
+        return out
+
+    def _learn(self, record: list, y: Any, code: int) -> None:
+        """Every learner and both baselines learn the label; the context releases it."""
+        at = record[AT]
+        for caller in self._callers:
+            if caller.reference is None:
+                caller.learn(record[X], record[XC], y, at)
+        self._per = code
+        counts = self._counts
+        while len(counts) <= code:
+            counts.append(0)
+        counts[code] += 1
+        best = self._maj
+        if best == NONE or (
+            code != best
+            and (
+                counts[code] > counts[best]
+                or (counts[code] == counts[best] and self._name(code) < self._name(best))
+            )
+        ):
+            self._maj = code
+        self.context.receive(at, y)
+        if self.n_labelled % 1024 == 0:
+            oldest = self.buffer.oldest()
+            self.context.forget_before((oldest[AT] if oldest is not None else at) - self._lags)
+
+    def _name(self, code: int) -> str:
+        return str(self.codes.labels[code])
+
+    def _reset_alarmed(self) -> None:
+        """A learner whose detector alarmed on this label starts afresh: an untrained clone."""
+        reset = False
+        for slot in self.slots:
+            if any(a and a[-1] == slot.card.n_scored for a in slot.card.alarms.values()):
+                fresh = slot.learner.clone()
+                bind_context(fresh, self.context)
+                slot.learner = fresh
+                slot.card.n_resets += 1
+                reset = True
+        if reset:
+            self._plan()
+
+    def end(self, ts: float) -> list[Output]:
+        """The stream has ended at event time ``ts``."""
+        if ts > self.last_ts:
+            self.last_ts = ts
+        self._flush()
+        self.board.end(self.codes, self.diagnostics)
+        self.counters["never_labelled"] = len(self.buffer)
+        check_positive(self.config.positive, self.classes, self.n_labelled)
+        self.ended = True
+        snapshots = self.snapshots("final")
+        if self.config.snapshot_every:
+            self.curves.extend(snapshots)
+        return list(snapshots)
+
+    def code_labels(self, y: list[Hashable], order: np.ndarray) -> np.ndarray:
+        """Code the label ``y[i]`` of every instance of a stream read whole, numbered in
+        the release ``order`` of the labels (the order the per-event core meets them
+        in); the stream's classes are then known."""
         raw: dict[Hashable, int] = {}
         first = np.fromiter((raw.setdefault(v, len(raw)) for v in y), np.int64, len(y))
         labels = list(raw)
@@ -158,53 +360,62 @@ class ColumnarExperiment:
         ranked = met[np.argsort(where)]  # the raw codes in the order the labels are released
         remap = np.empty(len(labels), dtype=np.int32)
         remap[ranked] = [self.codes.code(labels[r]) for r in ranked.tolist()]
+        self.classes = [str(label) for label in self.codes.labels]
+        self._is_label = set(range(len(self.codes)))
         return remap[first]
 
-    def end(self) -> None:
-        """The stream has ended: the instances still pending are never labelled."""
-        self.counters["never_labelled"] = self.n_instances - self.n_labelled
-        self.ended = True
+    # -- the scoreboard ---------------------------------------------------------------------
 
-    # -- reporting --------------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Score the labels held as rows on the board."""
+        if not self._labels:
+            return
+        m, width = len(self._labels), len(self.slots) + 2
+        rows = np.array(self._rows, dtype=np.int32).reshape(m, width)
+        scores = (
+            np.array(self._scores, dtype=np.float64).reshape(m, width - 2) if self._auc else None
+        )
+        seg = Segment(
+            np.array(self._labels, dtype=np.int32),
+            np.array(self._arrivals, dtype=np.int64),
+            rows[:, 0],
+            rows[:, 1],
+            rows[:, 2:],
+            scores,
+        )
+        self._rows, self._labels, self._arrivals, self._scores = [], [], [], []
+        self.score(seg)
+
+    def score(self, seg: Segment) -> None:
+        """Put scored labels on the board (a driver that computes the rows itself, as the
+        label-schedule arrays do, calls this directly)."""
+        self.board.extend(seg, self.codes, self.diagnostics)
+
+    def _fill(self) -> None:
+        self._flush()
+        self.board.fill([slot.card for slot in self.slots], self.pairs, self.codes)
+
+    def snapshots(self, kind: str = "periodic") -> list[MetricSnapshot]:
+        """A compact snapshot of every learner (what the ``metrics`` topic carries)."""
+        self._fill()
+        return reporting.snapshots(self, kind)  # type: ignore[arg-type]
 
     def results(self) -> dict[str, Any]:
-        """The results document, as :meth:`Experiment.results` gives it."""
-        rep = self.reporter
-        y = self.y.values
-        at = self.arrival.values
-        cols = {name: col.values[at] for name, col in self.by_arrival.items()}
-        labels = self.codes.labels
-        cache: dict[Forgetting, tuple[Estimate, float]] = {}
-        for slot, kind in zip(rep.slots, self.kinds, strict=True):
-            card = slot.card
-            card.n_scored = len(y)
-            for m in card.metrics.values():
-                f = m.forgetting
-                if f not in cache:
-                    cache[f] = estimator(f, len(y))
-                m.cm = confusion_matrix(
-                    labels, y, cols[kind], cols["per"], cols["maj"], f, cache[f]
-                )
-            if card.auc:
-                positive = self._is_positive(y)
-                score = cols[f"{kind}_score"]
-                card.auc = {
-                    name: filled_auc(score, positive, a.window) for name, a in card.auc.items()
-                }
-        errors = [(cols[kind] != y).astype(float) for kind in self.kinds]
-        fill_pairs(rep.pairs, errors, self.config.estimators())
-        rep.n_instances, rep.n_labelled = self.n_instances, self.n_labelled
-        rep.classes = [str(label) for label in labels]
-        rep.counters = dict(self.counters)
-        rep.max_pending, rep.last_ts, rep.ended = self.max_pending, self.last_ts, self.ended
-        if rep.diagnostics is not None:
-            seq = instance_order(at, y, self.ended)
-            fill_temporal(rep.diagnostics, seq, [str(label) for label in labels])
-        doc = rep.results()
-        doc["overhead"]["pending"] = self.n_instances - self.n_labelled
-        return doc
+        """The results document (``DESIGN.md``, *Results JSON*), NaN as ``null``."""
+        self._fill()
+        return reporting.results(self)  # type: ignore[arg-type]
 
-    def _is_positive(self, y: np.ndarray) -> np.ndarray:
-        positive = self.config.positive
-        flags = np.array([str(label) == positive for label in self.codes.labels], dtype=bool)
-        return flags[y] if len(flags) else np.zeros(len(y), dtype=bool)
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_callers"]  # closures over the learners: rebuilt on load
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._plan()
+
+
+def _label(labels: list[Hashable], code: int) -> Hashable | None:
+    return None if code == NONE else labels[code]

@@ -53,6 +53,8 @@ class LabelSchedule:
     seen: np.ndarray  # per instance: labels released before its features
     order: np.ndarray  # instances in the order their labels are released
     last_ts: float  # event time of the last event
+    ts: np.ndarray  # per instance: the event time of its features
+    label_ts: np.ndarray  # in release order: the event time of each label
 
     @classmethod
     def build(cls, ts: np.ndarray, delay: DelayModel) -> LabelSchedule:
@@ -65,13 +67,21 @@ class LabelSchedule:
         last = float(ts[-1]) if n else 0.0
         if isinstance(delay, InstanceDelay):
             seen = np.maximum(np.arange(n) - delay.n, 0)
-            return cls(seen, np.arange(n), last)
+            # right after the features of i + N; the last N after the last features
+            label_ts = np.concatenate((ts[min(n, delay.n) :], np.full(min(n, delay.n), last)))
+            return cls(seen, np.arange(n), last, ts, label_ts)
         if not isinstance(delay, TimeDelay):
             raise TypeError(f"the label schedule needs the features under {delay}")
         due = np.maximum(ts + delay.seconds, ts)
         order = np.argsort(due, kind="stable")
         seen = np.searchsorted(due[order], ts, side="left")
-        return cls(seen, order, max(last, float(due.max())) if n else last)
+        return cls(seen, order, max(last, float(due.max())) if n else last, ts, due[order])
+
+    def at_label(self, c: int) -> tuple[int, float]:
+        """Right after the ``c``-th label (``c >= 1``): how many feature events came
+        before it, and the latest event time so far."""
+        f = int(np.searchsorted(self.seen, c, side="left"))
+        return f, max(float(self.ts[f - 1]) if f else 0.0, float(self.label_ts[c - 1]))
 
     @property
     def max_pending(self) -> int:

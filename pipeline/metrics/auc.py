@@ -83,6 +83,26 @@ class AUC:
         return self._pairs2 / (2 * p * n)
 
 
+class AUCCounts:
+    """What :meth:`AUC.get` reads, without the scores: ``p`` positives, ``n`` negatives
+    and twice the credit of their correctly ranked pairs (the columnar core computes
+    them in bulk, :mod:`streameval.pipeline.columnar.auc`).
+
+    >>> AUCCounts(2, 2, 7).get()  # 3.5 of 4 pairs
+    0.875
+    """
+
+    def __init__(self, p: int, n: int, pairs2: int) -> None:
+        self.counts = (p, n)
+        self._pairs2 = pairs2
+
+    def get(self) -> float:
+        p, n = self.counts
+        if p == 0 or n == 0:
+            return 1.0
+        return self._pairs2 / (2 * p * n)
+
+
 class PrequentialAUC:
     """AUC of the last ``window`` scored examples (``None``: the whole history).
 

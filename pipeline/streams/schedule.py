@@ -56,6 +56,10 @@ from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
 from streameval.pipeline.streams.base import Instance, Target
 from streameval.pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
 
+#: Kinds of a step of :func:`schedule_steps`.
+FEATURES, LABEL = 0, 1
+Step = tuple  # (FEATURES, instance, ts) or (LABEL, id, ts, y)
+
 
 def replay_schedule(
     stream: str, instances: Iterable[Instance], delay: DelayModel, *, labels_first: bool = False
@@ -64,13 +68,37 @@ def replay_schedule(
 
     Raises ``ValueError`` if the instances' event times decrease.
     """
+    seq = 0
+    last_ts = 0.0
+    for step in schedule_steps(instances, delay, labels_first=labels_first):
+        if step[0] == FEATURES:
+            inst, last_ts = step[1], step[2]
+            yield FeatureEvent(stream, inst.id, last_ts, inst.x, seq)
+        else:
+            last_ts = step[2]
+            yield LabelEvent(stream, step[1], last_ts, step[3], seq)
+        seq += 1
+    yield EndOfStream(stream, last_ts, seq, seq)
+
+
+def schedule_steps(
+    instances: Iterable[Instance], delay: DelayModel, *, labels_first: bool = False
+) -> Iterator[Step]:
+    """The replay order of :func:`replay_schedule` as plain tuples, no event objects:
+    ``(FEATURES, instance, ts)`` and ``(LABEL, id, ts, y)``; the event time of the last
+    step is the end of the stream's.
+
+    >>> from streameval.pipeline.streams.base import Instance
+    >>> rows = [Instance(str(i), float(i), {}, "a") for i in range(2)]
+    >>> [(kind, ts) for kind, _, ts, *_ in schedule_steps(rows, InstanceDelay(1))]
+    [(0, 0.0), (0, 1.0), (1, 1.0), (1, 1.0)]
+    """
     timed = delay if isinstance(delay, EventTimeDelay) else None
     if timed is None and not isinstance(delay, InstanceDelay):
         raise TypeError(f"unsupported delay model {delay!r}")
     lag = delay.n if isinstance(delay, InstanceDelay) else 0
     pending: list[tuple[float, int, str, Target]] = []  # heap: (due ts, order, id, y)
     waiting: deque[tuple[str, Target]] = deque()  # count delay: labels not yet due
-    seq = 0
     order = 0
     last_ts: float | None = None
     last_event_ts = 0.0
@@ -83,14 +111,11 @@ def replay_schedule(
             )
         while pending and (pending[0][0] < ts or (labels_first and pending[0][0] == ts)):
             due, _, id_, y = pop(pending)
-            yield LabelEvent(stream, id_, due, y, seq)
-            seq += 1
+            yield (LABEL, id_, due, y)
         if labels_first and lag and len(waiting) == lag:
             id_, y = waiting.popleft()  # due now: before the features of i + N
-            yield LabelEvent(stream, id_, ts, y, seq)
-            seq += 1
-        yield FeatureEvent(stream, inst.id, ts, inst.x, seq)
-        seq += 1
+            yield (LABEL, id_, ts, y)
+        yield (FEATURES, inst, ts)
         last_ts = last_event_ts = ts
         if timed is not None:
             due = timed.due(inst)
@@ -102,14 +127,10 @@ def replay_schedule(
                 # positional: right after the features of i + N, even when the
                 # next instances share this event time (airlines departures)
                 id_, y = waiting.popleft()
-                yield LabelEvent(stream, id_, ts, y, seq)
-                seq += 1
+                yield (LABEL, id_, ts, y)
     for id_, y in waiting:
         push(pending, (last_event_ts, order, id_, y))
         order += 1
     while pending:
         due, _, id_, y = pop(pending)
-        yield LabelEvent(stream, id_, due, y, seq)
-        seq += 1
-        last_event_ts = due
-    yield EndOfStream(stream, last_event_ts, seq, seq)
+        yield (LABEL, id_, due, y)

@@ -1,0 +1,140 @@
+"""How the columnar core calls each learner: the fewest Python calls per instance.
+
+A :class:`Caller` predicts (the label, and the positive-class score when an AUC is
+computed) and learns for one learner, with the semantics of
+:class:`~streameval.pipeline.calls.LearnerCalls` and the learner's own methods:
+
+* a River model behind :class:`~streameval.pipeline.learners.river_adapter.RiverClassifier`
+  is called directly, on features cleaned once per instance (the adapter would clean
+  them at every call) -- the calls of River's own ``predict_proba_one`` /
+  ``learn_one`` loop;
+* an untrained No-Change or whole-history Majority is not called when nothing needs
+  its probabilities: its prediction is the reference baseline's (``reference``: 0 for
+  No-Change, 1 for Majority, the columns of a scored row), which learns the same
+  labels in the same order;
+* any other learner gets its ``predict_proba_one(x, at=...)`` and ``learn_one``.
+
+A failure names the learner, the instance and the step
+(:class:`~streameval.pipeline.failure.LearnerFailed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from streameval.pipeline.calls import LearnerCalls, positive_score
+from streameval.pipeline.failure import LearnerFailed
+from streameval.pipeline.learners.base import argmax
+from streameval.pipeline.learners.baselines import Majority, NoChange
+from streameval.pipeline.learners.river_adapter import RiverClassifier
+
+Predict = Callable[[Any, Any, int], tuple[Hashable | None, float]]
+Learn = Callable[[Any, Any, Hashable, int], None]
+
+
+@dataclass
+class Caller:
+    """One learner's calls: ``predict(x, x_clean, at)`` gives ``(label, score)``,
+    ``learn(x, x_clean, y, at)``; ``reference`` set means: not called at all."""
+
+    name: str
+    predict: Predict
+    learn: Learn
+    cleaned: bool = False
+    reference: int | None = None
+
+
+def reference_of(learner: Any) -> int | None:
+    """0 for an untrained No-Change, 1 for an untrained whole-history Majority (their
+    predictions are the reference baselines'), else ``None``."""
+    if type(learner) is NoChange and learner.last is None:
+        return 0
+    if type(learner) is Majority and learner.window is None and not learner.counts:
+        return 1
+    return None
+
+
+def _score(proba: Any, positive: str | None) -> float:
+    """:func:`~streameval.pipeline.calls.positive_score` of a River model's answer, as the
+    adapter gives it (``float`` values, summed in the model's order)."""
+    if not proba or positive is None:
+        return 0.0
+    total = 0.0
+    for p in proba.values():
+        total += float(p)
+    if total <= 0:
+        return 0.0
+    p = proba.get(positive)
+    if p is None:  # labels that are not strings (the library's streams): match by str
+        p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
+    return float(p) / total
+
+
+def _river(name: str, learner: RiverClassifier, positive: str | None, cold_start: Any) -> Caller:
+    model = learner.model
+    proba_one = getattr(model, "predict_proba_one", None)
+    model_learn = model.learn_one
+
+    def proba_of(x: Any) -> Any:
+        if proba_one is not None:
+            try:
+                return proba_one(x)
+            except NotImplementedError:  # river's default for label-only classifiers
+                pass
+        label = model.predict_one(x)
+        return {} if label is None else {label: 1.0}
+
+    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+        try:
+            proba = proba_of(xc)
+            return cold_start(argmax(proba)), _score(proba, positive)
+        except Exception as exc:
+            raise LearnerFailed(name, at, "predict", exc) from exc
+
+    def learn(x: Any, xc: Any, y: Hashable, at: int) -> None:
+        try:
+            model_learn(xc, y)
+        except Exception as exc:
+            raise LearnerFailed(name, at, "learn", exc) from exc
+
+    return Caller(name, predict, learn, cleaned=True)
+
+
+def _generic(name: str, learner: Any, calls: LearnerCalls, positive: str | None) -> Caller:
+    learner_learn = learner.learn_one
+
+    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+        y_pred, proba = calls.predict(learner, x, at)
+        return y_pred, positive_score(proba, positive) if positive is not None else 0.0
+
+    def learn(x: Any, xc: Any, y: Hashable, at: int) -> None:
+        try:
+            learner_learn(x, y, at=at)
+        except Exception as exc:
+            raise LearnerFailed(name, at, "learn", exc) from exc
+
+    return Caller(name, predict, learn)
+
+
+def callers_for(
+    slots: Sequence[Any], calls: LearnerCalls, positive: str | None, *, label_only_ok: bool
+) -> list[Caller]:
+    """A caller for the learner of each slot; ``positive`` names the AUC's positive class
+    (``None``: no AUC); ``label_only_ok`` lets baselines be answered by the references."""
+    out = []
+    for slot in slots:
+        learner = slot.learner
+        reference = reference_of(learner) if label_only_ok else None
+        if reference is not None:
+            out.append(Caller(slot.name, _never, _never, reference=reference))
+        elif type(learner) is RiverClassifier:
+            out.append(_river(slot.name, learner, positive, calls.protocol.cold_start))
+        else:
+            out.append(_generic(slot.name, learner, calls, positive))
+    return out
+
+
+def _never(*args: Any) -> Any:
+    raise AssertionError("a learner answered by the reference baselines is never called")
