@@ -284,7 +284,10 @@ def evaluate(
     first = labels_first(config.protocol)
     if columnar.supports(config):
         exp = columnar.ColumnarExperiment(
-            config, learners=models, emit_predictions=on_output is not None
+            config,
+            learners=models,
+            emit_predictions=on_output is not None,
+            complete=dataset is not None and dataset.complete,
         )
         steps = schedule_steps(rows, delay_model, labels_first=first)
         return Results(columnar.drive_steps(exp, steps, total, progress, on_output))

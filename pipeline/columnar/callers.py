@@ -56,40 +56,42 @@ def reference_of(learner: Any) -> int | None:
     return None
 
 
-def _score(proba: Any, positive: str | None) -> float:
-    """:func:`~streameval.pipeline.calls.positive_score` of a River model's answer, as the
-    adapter gives it (``float`` values, summed in the model's order)."""
-    if not proba or positive is None:
+def _score(proba: Any, positive: str) -> float:
+    """:func:`~streameval.pipeline.calls.positive_score` of a River model's answer as the
+    adapter gives it (``float`` values)."""
+    if not proba:
         return 0.0
-    total = 0.0
-    for p in proba.values():
-        total += float(p)
+    total = sum(proba.values())
+    if type(total) is not float:  # not all of them floats: the adapter would convert them
+        proba = {label: float(p) for label, p in proba.items()}
+        total = sum(proba.values())
     if total <= 0:
         return 0.0
     p = proba.get(positive)
     if p is None:  # labels that are not strings (the library's streams): match by str
         p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
-    return float(p) / total
+    return p / total
 
 
-def _river(name: str, learner: RiverClassifier, positive: str | None, cold_start: Any) -> Caller:
+def _no_proba(x: Any) -> Any:
+    raise NotImplementedError
+
+
+def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
     model = learner.model
-    proba_one = getattr(model, "predict_proba_one", None)
+    proba_one = getattr(model, "predict_proba_one", None) or _no_proba
     model_learn = model.learn_one
-
-    def proba_of(x: Any) -> Any:
-        if proba_one is not None:
-            try:
-                return proba_one(x)
-            except NotImplementedError:  # river's default for label-only classifiers
-                pass
-        label = model.predict_one(x)
-        return {} if label is None else {label: 1.0}
 
     def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
         try:
-            proba = proba_of(xc)
-            return cold_start(argmax(proba)), _score(proba, positive)
+            try:
+                proba = proba_one(xc)
+            except NotImplementedError:  # river's default for label-only classifiers
+                label = model.predict_one(xc)
+                proba = {} if label is None else {label: 1.0}
+            if positive is None:
+                return argmax(proba), 0.0
+            return argmax(proba), _score(proba, positive)
         except Exception as exc:
             raise LearnerFailed(name, at, "predict", exc) from exc
 
@@ -130,7 +132,7 @@ def callers_for(
         if reference is not None:
             out.append(Caller(slot.name, _never, _never, reference=reference))
         elif type(learner) is RiverClassifier:
-            out.append(_river(slot.name, learner, positive, calls.protocol.cold_start))
+            out.append(_river(slot.name, learner, positive))
         else:
             out.append(_generic(slot.name, learner, calls, positive))
     return out

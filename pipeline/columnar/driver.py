@@ -98,7 +98,10 @@ def evaluate_columnar(
 ) -> dict[str, Any]:
     """``evaluate_config`` on the columnar path (see the module docstring)."""
     experiment = ColumnarExperiment(
-        config, emit_predictions=on_output is not None, allow_import=allow_import
+        config,
+        emit_predictions=on_output is not None,
+        allow_import=allow_import,
+        complete=dataset.complete,
     )
     delay = parse_delay(config.delay, dataset)
     if label_schedule_applies(experiment, dataset, delay, on_output):

@@ -62,7 +62,7 @@ from streameval.pipeline.events import (
 from streameval.pipeline.experiment import _Slot, check_positive
 from streameval.pipeline.learners import bind_context
 from streameval.pipeline.learners.base import StreamContext
-from streameval.pipeline.learners.river_adapter import clean
+from streameval.pipeline.learners.river_adapter import cleaner_for
 from streameval.pipeline.lineup import build_learners, scorecard_for
 from streameval.pipeline.pairs import PairwiseComparisons
 from streameval.pipeline.protocol import protocol_of
@@ -98,7 +98,9 @@ class ColumnarExperiment:
     The interface is :class:`~streameval.pipeline.experiment.Experiment`'s: ``process``
     each event in schedule order (or :meth:`process_block` a list of them),
     :meth:`snapshots`, :meth:`results`; ``buffer`` holds the pending instances; the
-    object pickles (a checkpoint).
+    object pickles (a checkpoint). ``complete`` says the stream has no missing feature
+    value (:attr:`~streameval.pipeline.streams.base.Dataset.complete`): the features
+    are then not looked through for one.
     """
 
     def __init__(
@@ -108,12 +110,14 @@ class ColumnarExperiment:
         learners: Mapping[str, Any] | None = None,
         emit_predictions: bool = False,
         allow_import: bool = False,
+        complete: bool = False,
     ) -> None:
         why = unsupported(config)
         if why is not None:
             raise ValueError(f"the columnar core does not evaluate {why}: use Experiment")
         self.config = config
         self.emit_predictions = emit_predictions
+        self.complete = complete
         self.classification = True
         self.n_bins = config.bins
         self.context = StreamContext()
@@ -146,10 +150,8 @@ class ColumnarExperiment:
         # the reference baselines: No-Change's last label, Majority's counts and choice
         self._per = self._maj = NONE
         self._counts: list[int] = []
-        self._rows: list[tuple[int, ...]] = []  # scored labels not yet on the board
-        self._labels: list[int] = []
-        self._arrivals: list[int] = []
-        self._scores: list[tuple[float, ...]] = []
+        # the labels not yet on the board: (code, arrival index, first predictions, scores)
+        self._scored: list[tuple[int, int, list[int], list[float]]] = []
         self._plan()
 
     # -- the protocol -----------------------------------------------------------------------
@@ -163,9 +165,12 @@ class ColumnarExperiment:
             self.config.positive if with_auc else None,
             label_only_ok=not with_auc and not self.config.drift_reset,
         )
-        self._cleans = any(c.cleaned for c in self._callers)
+        self._predict = [(c.reference, c.predict) for c in self._callers]
+        self._learners = [c.learn for c in self._callers if c.reference is None]
+        self._cleans = not self.complete and any(c.cleaned for c in self._callers)
         self._auc = with_auc
         self._watch = bool(self.config.detectors) or self.emit_predictions
+        self._every = self.config.snapshot_every
 
     def process(self, event: InputEvent, nbytes: int = 0) -> list[Output]:
         """Handle one input event; return what it produced (as ``Experiment.process``)."""
@@ -203,32 +208,32 @@ class ColumnarExperiment:
         if ts > self.last_ts:
             self.last_ts = ts
         buffer = self.buffer
-        record = buffer.get(uid)
-        if record is not None:  # newer features of a pending instance (sect. 7.2)
-            buffer.replace(uid, nbytes)
-            record[X], record[XC], record[UPDATED] = x, clean(x) if self._cleans else x, True
-            self.counters["feature_updates"] += 1
-            return []
-        if buffer.was_evicted(uid):
+        if uid in buffer.pending:  # newer features of a pending instance (sect. 7.2)
+            return self._update(uid, x, nbytes)
+        if buffer.evicted and uid in buffer.evicted:
             self.counters["features_after_eviction"] += 1
             return []
         at = self.context.arrive()
         self.n_instances += 1
-        xc = clean(x) if self._cleans else x
+        xc = self._clean(x) if self._cleans else x
         row = [self._per, self._maj]
         scores: list[float] = []
-        code = self.codes.code
-        for caller in self._callers:
-            if caller.reference is not None:  # a baseline's own prediction: no call
-                row.append(row[caller.reference])
+        index = self.codes.index
+        for reference, predict in self._predict:
+            if reference is not None:  # a baseline's own prediction: no call
+                row.append(row[reference])
                 continue
-            y_pred, score = caller.predict(x, xc, at)
-            row.append(NONE if y_pred is None else code(y_pred))
-            if self._auc:
-                scores.append(score)
-        buffer.add(uid, [at, x, xc, self.n_labelled, tuple(row), tuple(scores), False], nbytes)
-        if len(buffer) > self.max_pending:
-            self.max_pending = len(buffer)
+            y_pred, score = predict(x, xc, at)
+            if y_pred is None:
+                row.append(NONE)
+            else:
+                c = index.get(y_pred)
+                row.append(self.codes.code(y_pred) if c is None else c)
+            scores.append(score)
+        buffer.add(uid, [at, x, xc, self.n_labelled, row, scores, False], nbytes)
+        n_pending = len(buffer.pending)
+        if n_pending > self.max_pending:
+            self.max_pending = n_pending
         if not self.emit_predictions:
             return []
         labels, stream = self.codes.labels, self.config.stream
@@ -236,6 +241,19 @@ class ColumnarExperiment:
             PredictionEvent(stream, slot.name, uid, ts, "first", _label(labels, c), 0)  # type: ignore[arg-type]
             for slot, c in zip(self.slots, row[2:], strict=True)
         ]
+
+    def _clean(self, x: Any) -> Any:
+        """``x`` without missing values, by the cleaner cheaper for this stream's features
+        (chosen at its first instance)."""
+        self._clean = cleaner_for(x)  # type: ignore[method-assign]
+        return self._clean(x)
+
+    def _update(self, uid: Hashable, x: Any, nbytes: int) -> list[Output]:
+        record = self.buffer.pending[uid]
+        self.buffer.replace(uid, nbytes)
+        record[X], record[XC], record[UPDATED] = x, self._clean(x) if self._cleans else x, True
+        self.counters["feature_updates"] += 1
+        return []
 
     def label(self, uid: Hashable, ts: float, y: Any) -> list[Output]:
         """The label of instance ``uid`` arrives at event time ``ts``: score, then learn."""
@@ -246,25 +264,22 @@ class ColumnarExperiment:
             self.counters["unknown_labels"] += 1
             return []
         self.n_labelled += 1
-        code = self.codes.code(y)
-        if code not in self._is_label:
+        code = self.codes.index.get(y)
+        if code is None or code not in self._is_label:
+            code = self.codes.code(y)
             self._is_label.add(code)
             self.classes.append(str(y))
-        self._rows.append(record[ROW])
-        self._labels.append(code)
-        self._arrivals.append(record[AT])
-        if self._auc:
-            self._scores.append(record[SCORES])
+        self._scored.append((code, record[AT], record[ROW], record[SCORES]))
         out = self._watched(uid, ts, record, code) if self._watch else []
         self._learn(record, y, code)
-        if self.config.drift_reset:
+        if self._watch and self.config.drift_reset:
             self._reset_alarmed()
-        every = self.config.snapshot_every
+        every = self._every
         if every and self.n_labelled % every == 0:
             snapshots = self.snapshots("periodic")
             self.curves.extend(snapshots)
             out.extend(snapshots)
-        elif len(self._labels) >= FLUSH_EVERY:
+        elif len(self._scored) >= FLUSH_EVERY:
             self._flush()
         return out
 
@@ -297,30 +312,28 @@ class ColumnarExperiment:
     def _learn(self, record: list, y: Any, code: int) -> None:
         """Every learner and both baselines learn the label; the context releases it."""
         at = record[AT]
-        for caller in self._callers:
-            if caller.reference is None:
-                caller.learn(record[X], record[XC], y, at)
+        x, xc = record[X], record[XC]
+        for learn in self._learners:
+            learn(x, xc, y, at)
         self._per = code
         counts = self._counts
-        while len(counts) <= code:
-            counts.append(0)
+        if code >= len(counts):
+            counts.extend([0] * (code + 1 - len(counts)))
         counts[code] += 1
-        best = self._maj
-        if best == NONE or (
-            code != best
-            and (
-                counts[code] > counts[best]
-                or (counts[code] == counts[best] and self._name(code) < self._name(best))
-            )
-        ):
-            self._maj = code
+        if code != self._maj and (self._maj == NONE or counts[code] >= counts[self._maj]):
+            self._majority_after(code)
         self.context.receive(at, y)
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
             self.context.forget_before((oldest[AT] if oldest is not None else at) - self._lags)
 
-    def _name(self, code: int) -> str:
-        return str(self.codes.labels[code])
+    def _majority_after(self, code: int) -> None:
+        """Majority's choice once ``code`` caught up with it: the most frequent label, a
+        tie to the smallest ``str`` (as :func:`~streameval.pipeline.learners.base.argmax`
+        of its frequencies)."""
+        best, counts, labels = self._maj, self._counts, self.codes.labels
+        if best == NONE or counts[code] > counts[best] or str(labels[code]) < str(labels[best]):
+            self._maj = code
 
     def _reset_alarmed(self) -> None:
         """A learner whose detector alarmed on this label starts afresh: an untrained clone."""
@@ -367,23 +380,24 @@ class ColumnarExperiment:
     # -- the scoreboard ---------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Score the labels held as rows on the board."""
-        if not self._labels:
+        """Score the labels held as records on the board."""
+        scored = self._scored
+        if not scored:
             return
-        m, width = len(self._labels), len(self.slots) + 2
-        rows = np.array(self._rows, dtype=np.int32).reshape(m, width)
-        scores = (
-            np.array(self._scores, dtype=np.float64).reshape(m, width - 2) if self._auc else None
-        )
+        self._scored = []
+        m, width = len(scored), len(self.slots) + 2
+        rows = np.array([r[2] for r in scored], dtype=np.int32).reshape(m, width)
+        scores = None
+        if self._auc:
+            scores = np.array([r[3] for r in scored], dtype=np.float64)
         seg = Segment(
-            np.array(self._labels, dtype=np.int32),
-            np.array(self._arrivals, dtype=np.int64),
+            np.array([r[0] for r in scored], dtype=np.int32),
+            np.array([r[1] for r in scored], dtype=np.int64),
             rows[:, 0],
             rows[:, 1],
             rows[:, 2:],
-            scores,
+            None if scores is None else scores.reshape(m, width - 2),
         )
-        self._rows, self._labels, self._arrivals, self._scores = [], [], [], []
         self.score(seg)
 
     def score(self, seg: Segment) -> None:
@@ -409,7 +423,8 @@ class ColumnarExperiment:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_callers"]  # closures over the learners: rebuilt on load
+        for key in ("_callers", "_predict", "_learners"):  # closures: rebuilt on load
+            del state[key]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

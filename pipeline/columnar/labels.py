@@ -38,12 +38,12 @@ class ClassCodes:
 
     def __init__(self) -> None:
         self.labels: list[Hashable] = []
-        self._codes: dict[Hashable, int] = {}
+        self.index: dict[Hashable, int] = {}  # label -> code
 
     def code(self, y: Hashable) -> int:
-        code = self._codes.get(y)
+        code = self.index.get(y)
         if code is None:
-            code = self._codes[y] = len(self.labels)
+            code = self.index[y] = len(self.labels)
             self.labels.append(y)
         return code
 

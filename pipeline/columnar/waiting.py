@@ -33,7 +33,10 @@ from typing import Any
 
 
 class Waiting:
-    """Records of pending instances by id (see the module docstring)."""
+    """Records of pending instances by id (see the module docstring).
+
+    ``pending`` (id -> record, oldest first) and ``evicted`` (ids) may be read directly.
+    """
 
     n_repredictions_total = 0  # re-evaluation's indicators (sect. 6.1): none here
     n_predictions_held = 0
@@ -43,8 +46,8 @@ class Waiting:
         if cap is not None and cap < 1:
             raise ValueError(f"cap must be >= 1, got {cap}")
         self.cap = cap
-        self._pending: dict[Hashable, Any] = {}
-        self._evicted: OrderedDict[Hashable, None] = OrderedDict()
+        self.pending: dict[Hashable, Any] = {}
+        self.evicted: OrderedDict[Hashable, None] = OrderedDict()
         self._sizes: dict[Hashable, int] = {}
         self.nbytes = 0
         self.n_evicted = 0
@@ -53,39 +56,39 @@ class Waiting:
         self.untracked = 0
 
     def __len__(self) -> int:
-        return len(self._pending) + self.untracked
+        return len(self.pending) + self.untracked
 
     def __contains__(self, uid: object) -> bool:
-        return uid in self._pending
+        return uid in self.pending
 
     def get(self, uid: Hashable) -> Any:
         """The record of pending ``uid``, or ``None``."""
-        return self._pending.get(uid)
+        return self.pending.get(uid)
 
     def oldest(self) -> Any:
         """The record of the instance waiting longest (first added), or ``None``."""
-        return next(iter(self._pending.values()), None)
+        return next(iter(self.pending.values()), None)
 
     def was_evicted(self, uid: Hashable) -> bool:
-        return uid in self._evicted
+        return uid in self.evicted
 
     def add(self, uid: Hashable, record: Any, nbytes: int = 0) -> Any:
         """Keep ``record`` for newly arrived ``uid``; return the evicted record, if any."""
-        if uid in self._pending:
+        if uid in self.pending:
             raise ValueError(f"instance {uid!r} is already pending")
-        if self._evicted:
-            self._evicted.pop(uid, None)
-        self._pending[uid] = record
+        if self.evicted:
+            self.evicted.pop(uid, None)
+        self.pending[uid] = record
         if nbytes:
             self._size(uid, nbytes)
-        if self.cap is None or len(self._pending) <= self.cap:
+        if self.cap is None or len(self.pending) <= self.cap:
             return None
-        oldest = next(iter(self._pending))
-        evicted = self._pending.pop(oldest)
+        oldest = next(iter(self.pending))
+        evicted = self.pending.pop(oldest)
         self._size(oldest, 0)
-        self._evicted[oldest] = None
-        if len(self._evicted) > self.cap:
-            self._evicted.popitem(last=False)
+        self.evicted[oldest] = None
+        if len(self.evicted) > self.cap:
+            self.evicted.popitem(last=False)
         self.n_evicted += 1
         return evicted
 
@@ -96,10 +99,10 @@ class Waiting:
 
     def pop(self, uid: Hashable) -> Any:
         """Take out ``uid``'s record now that its label came; ``None`` if not pending."""
-        record = self._pending.pop(uid, None)
+        record = self.pending.pop(uid, None)
         if record is None:
-            if uid in self._evicted:
-                del self._evicted[uid]
+            if uid in self.evicted:
+                del self.evicted[uid]
                 self.n_evicted_labels += 1
             else:
                 self.n_unknown_labels += 1

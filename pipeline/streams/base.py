@@ -141,6 +141,10 @@ class Dataset:
         The spec string the dataset was loaded from, normalised.
     description
         Origin and meaning, one or two sentences.
+    complete
+        Every feature value of every instance is present and finite (no ``None``,
+        NaN or infinity): nothing would be dropped as missing, so an experiment
+        need not look (verified data files and generators; not files of the user's).
     """
 
     name: str
@@ -155,6 +159,7 @@ class Dataset:
     drift_points: list[int] = field(default_factory=list)
     spec: str = ""
     description: str = ""
+    complete: bool = False
 
     def __post_init__(self) -> None:
         if not self.spec:

@@ -72,6 +72,7 @@ def load_real(
         source=CsvSource(info, path, n),
         spec=info.name,
         description=f"{info.origin} (read from {path})",
+        complete=True,  # verified files without a missing value (tests/test_real_datasets.py)
     )
 
 

@@ -213,6 +213,7 @@ def _classification(
         source=GeneratorSource(make, n),
         drift_points=drift_points or [],
         spec=str(comp),
+        complete=True,  # numbers drawn by river's generators
         description=description,
     )
 
