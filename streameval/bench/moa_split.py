@@ -32,14 +32,16 @@ def _run(model: Any, rows: Sequence[Instance]) -> None:
         model.learn_one(r.x, r.y)
 
 
-def _best_us(fn: Callable[[], Any], per: int, reps: int) -> float:
-    """Microseconds of main-thread CPU per unit (``per`` units a call), best of ``reps``."""
-    best = float("inf")
+def _best_of(fns: dict[str, Callable[[], Any]], per: int, reps: int) -> dict[str, float]:
+    """Microseconds of main-thread CPU per unit (``per`` units a call) of each of ``fns``,
+    best of ``reps``, the repetitions interleaved (a burst of load hits them all alike)."""
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(reps):
-        start = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best / per * 1e6
+        for key, fn in fns.items():
+            start = time.thread_time()
+            fn()
+            best[key] = min(best[key], time.thread_time() - start)
+    return {key: seconds / per * 1e6 for key, seconds in best.items()}
 
 
 def python_only(name: str, warm: Sequence[Instance]) -> MOAClassifier:
@@ -59,27 +61,23 @@ def split(
     """Per learner of ``names``: microseconds per instance, total and its three parts."""
     _jvm()
     head, tail = rows[:warm], rows[warm:]
-    per = len(tail)
-
-    def timed(model: Any) -> float:
-        return _best_us(lambda: _run(model, tail), per, reps)
-
-    python = timed(python_only("NaiveBayes", head))
-    base = MOAClassifier("MajorityClass")
-    _run(base, head)
-    floor = timed(base)
-    out = {}
-    for name in names:
-        model = MOAClassifier(name)
-        _run(model, head)
-        total = floor if name == "MajorityClass" else timed(model)
-        out[name] = {
-            "total": total,
+    models = {"python": python_only("NaiveBayes", head)}
+    for name in ["MajorityClass", *names]:
+        models[name] = MOAClassifier(name)
+        _run(models[name], head)
+    timed = _best_of(
+        {key: (lambda m=model: _run(m, tail)) for key, model in models.items()}, len(tail), reps
+    )
+    python, floor = timed["python"], timed["MajorityClass"]
+    return {
+        name: {
+            "total": timed[name],
             "python": python,
             "crossings": floor - python,
-            "MOA": total - floor,
+            "MOA": timed[name] - floor,
         }
-    return out
+        for name in names
+    }
 
 
 def crossings(rows: Sequence[Instance], reps: int = 5, n: int = 100_000) -> dict[str, float]:
@@ -105,7 +103,7 @@ def crossings(rows: Sequence[Instance], reps: int = 5, n: int = 100_000) -> dict
         "set the class (buffer[n] = code)": lambda: buffer.__setitem__(last, 0),
         "trainOnInstance (MajorityClass)": lambda: train(inst),
     }
-    return {label: _best_us(loop(step), n, reps) for label, step in steps.items()}
+    return _best_of({label: loop(step) for label, step in steps.items()}, n, reps)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
