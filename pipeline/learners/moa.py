@@ -322,6 +322,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             self._build_header(x)
         if not self._classes:
             return {}
+        self._last = None  # until the buffer holds x
         self._write(self._values(x))
         self._last = dict(x)  # test-then-train learns this very x next
         return self._proba(memoryview(self._votes(self._instance)).tolist())
