@@ -52,3 +52,24 @@ def test_the_bare_loop_scores_what_progressive_val_score_scores(data_dir: Path) 
         river = child_river({**job, "learner": learner})
         assert loop["n_instances"] == 800 and river["n_instances"] == 799
         assert round(loop["accuracy"] * 800) == round(river["accuracy"] * 799)
+
+
+@pytest.mark.moa
+def test_the_python_side_of_the_split_runs_the_adapter_on_python_stand_ins(data_dir: Path) -> None:
+    """The profile's "python" part: the adapter's code with a list for the Java buffer, a
+    fixed array of votes and no training: every prediction is those votes' probabilities,
+    and the rows land in the list."""
+    from streameval.pipeline.streams.datasets import load
+
+    from streameval.bench.moa_split import python_only
+
+    rows = list(load("electricity", data_dir=str(data_dir)).iter_instances(600))
+    model = python_only("NaiveBayes", rows[:500])
+    frozen = model._proba(list(model._votes(None)))
+    assert sorted(frozen) == ["DOWN", "UP"] and sum(frozen.values()) == pytest.approx(1.0)
+    for r in rows[500:]:
+        assert model.predict_proba_one(r.x) == frozen
+        model.learn_one(r.x, r.y)
+    last = rows[-1]
+    assert model._buffer[:-1] == model._values(last.x)[:-1]
+    assert model._buffer[-1] == model._classes.index(last.y)

@@ -6,10 +6,13 @@ ARFF of the very rows streameval evaluates (:mod:`streameval.bench.moa_peer`).
 
 from __future__ import annotations
 
+import math
 import pickle
 import sys
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.cost import MiB, learner_cost
@@ -121,6 +124,125 @@ def test_batched_predictions_equal_one_by_one(rows: list[Instance]) -> None:
     batch = learner.predict_proba_many(xs, at=list(range(300)))
     assert batch == [learner.predict_proba_one(x) for x in xs]
     assert [argmax(p) for p in batch].count("UP") not in (0, 300)  # both classes predicted
+
+
+#: Every allow-listed class, ensembles small enough for some seconds.
+SMALL = {
+    "NaiveBayes": "",
+    "HoeffdingTree": "[g=50]",
+    "HoeffdingAdaptiveTree": "[g=50]",
+    "EFDT": "[g=50]",
+    "AdaptiveRandomForest": "[s=3]",
+    "StreamingRandomPatches": "[s=3]",
+    "OzaBag": "[s=3]",
+    "LeveragingBag": "[s=3]",
+    "kNN": "[w=100]",  # a full window: instances leave it
+    "MajorityClass": "",
+    "NoChange": "",
+}
+
+
+class _FreshInstances:
+    """A ``moa:`` learner's Java learner driven with a new MOA instance per call: what
+    MOA's learners see when none keeps (or changes) an instance it is given."""
+
+    def __init__(self, spec: str) -> None:
+        self.model = build_learner(spec, context=None)
+
+    def _instance(self, values: list[Any]) -> Any:
+        jpype = moa._jvm()
+        inst = moa._dense_instance()(1.0, jpype.JArray(jpype.JDouble)(values))
+        inst.setDataset(self.model._header)
+        return inst
+
+    def predict_proba_one(self, x: dict) -> dict:
+        m = self.model
+        if m._header is None:
+            m._build_header(x)
+        if not m._classes:
+            return {}
+        return m._proba(list(m._learner.getVotesForInstance(self._instance(m._values(x)))))
+
+    def learn_one(self, x: dict, y: str) -> None:
+        m = self.model
+        if m._header is None:
+            m._build_header(x)
+        values = m._values(x)
+        values[-1] = m._class_code(y)
+        m._learner.trainOnInstance(self._instance(values))
+
+
+@pytest.mark.parametrize("name", sorted(moa.MOA_CLASSIFIERS))
+def test_one_reused_instance_predicts_what_fresh_instances_predict(
+    name: str, rows: list[Instance]
+) -> None:
+    """The learner writes every instance into one Java array and one MOA instance: safe
+    only if MOA's learner keeps no reference to it (kNN's window, ensembles' copies).
+    Re-evaluation batches in between (their own instances) leave it alone."""
+    assert set(SMALL) == set(moa.MOA_CLASSIFIERS)
+    spec = f"moa:{name}{SMALL[name]}"
+    ours, fresh = build_learner(spec, context=None), _FreshInstances(spec)
+    for i, r in enumerate(rows[:600]):
+        assert ours.predict_proba_one(r.x) == fresh.predict_proba_one(r.x), (name, i)
+        if i % 50 == 49:
+            ours.predict_proba_many([q.x for q in rows[i : i + 5]])
+        ours.learn_one(r.x, r.y)
+        fresh.learn_one(r.x, r.y)
+    final = ours.predict_proba_many([r.x for r in rows[600:700]])
+    assert final == [fresh.predict_proba_one(r.x) for r in rows[600:700]]
+    constant = name in ("MajorityClass", "NoChange")  # one label for a whole batch
+    assert len({max(p, key=p.__getitem__) for p in final}) == (1 if constant else 2)
+
+
+def _buffer(learner: Any) -> list[float | None]:
+    return [None if math.isnan(v) else v for v in learner._buffer]
+
+
+def test_features_reach_moa_as_numbers_codes_or_missing() -> None:
+    """Header ``a`` numeric, ``d`` nominal, ``b`` numeric, then the class (NaN when
+    predicting): what lands in the Java array for each kind of value."""
+    learner = build_learner("moa:NaiveBayes", context=None)
+    learner.learn_one({"a": 1.5, "d": "x", "b": 2}, "P")
+    assert _buffer(learner) == [1.5, 0.0, 2.0, 0.0]
+    cases = [
+        ({"a": 2.5, "d": "y", "b": True}, [2.5, 1.0, 1.0, None]),  # new value; True is 1
+        ({"d": "x"}, [None, 0.0, None, None]),  # absent features are missing
+        ({"a": None, "d": None, "b": "text"}, [None, None, None, None]),
+        ({"b": np.int64(3), "a": np.float32(0.5), "d": 7, "extra": 1}, [0.5, 2.0, 3.0, None]),
+        ({"a": float("nan"), "d": "7", "b": -1}, [None, 2.0, -1.0, None]),  # 7 is "7"
+    ]
+    for x, values in cases:
+        learner.predict_proba_one(x)
+        assert _buffer(learner) == values, x
+    learner.learn_one({"a": 0.0, "d": "y", "b": 0}, "Q")
+    assert _buffer(learner) == [0.0, 1.0, 0.0, 1.0]
+    header = learner._header
+    assert [str(v) for v in header.attribute(1).getAttributeValues()] == ["x", "y", "7"]
+    assert [str(v) for v in header.attribute(3).getAttributeValues()] == ["P", "Q"]
+
+
+@pytest.mark.parametrize(
+    ("votes", "proba"),
+    [
+        ([1.0, 3.0], [0.25, 0.75]),
+        ([2.0, 2.0], [math.nextafter(0.5, 1), 0.5]),  # a tie: MOA's first class
+        ([0.0, 0.0], [math.nextafter(0.5, 1), 0.5]),  # no votes: uniform, the first
+        ([0.0, math.inf], [0.5, math.nextafter(0.5, 1)]),  # not a distribution: uniform
+        ([math.nan, 1.0], [math.nextafter(0.5, 1), 0.5]),  # MOA's maxIndex keeps index 0
+        ([5.0], [1.0, 0.0]),  # a class MOA has no vote for yet
+        ([1.0, 2.0, 1.0], [0.25, 0.5, 0.25]),
+        ([1.0, 3.0, 3.0], [1 / 7, math.nextafter(3 / 7, 1), 3 / 7]),
+        ([0.0, 0.0, 0.0], [math.nextafter(1 / 3, 1), 1 / 3, 1 / 3]),
+        ([1.0, 2.0, 3.0, 4.0], [1 / 6, 2 / 6, 3 / 6]),  # more votes than classes
+    ],
+)
+def test_votes_become_probabilities_with_moas_choice_on_top(
+    votes: list[float], proba: list[float]
+) -> None:
+    learner = build_learner("moa:NaiveBayes", context=None)
+    classes = ["UP", "DOWN", "FLAT"][: 2 if len(proba) == 2 else 3]
+    learner._classes = classes
+    assert learner._proba(votes) == dict(zip(classes, proba, strict=True))
 
 
 def test_ties_go_to_moas_choice_not_to_the_smallest_label() -> None:

@@ -16,17 +16,20 @@ and a missing extra or Java gives one line saying what to install.
   Nominal values and class labels are added to the header's value lists as they first
   appear (MOA's learners grow their per-value statistics on demand). A feature that
   was not in the first instance is not in the header: MOA does not see it.
-* **Missing values** (``None``, NaN, a ``str`` in a numeric feature) are MOA's missing
-  value (NaN): MOA's learners skip it, as they do in MOA.
+* **Values**: a numeric feature takes any real number (``bool`` and NumPy's numbers
+  included: ``True`` is 1). **Missing values** (``None``, NaN, a feature absent from
+  ``x``, a ``str`` in a numeric feature) are MOA's missing value (NaN): MOA's learners
+  skip it, as they do in MOA.
 * **Predictions are MOA's own.** The probabilities are MOA's votes, normalised; MOA
   predicts the first class (in header order) of the highest vote, and streameval the
   most probable label, ties to the smallest ``str``: when MOA's choice ties with
   another class, its probability is raised by one ulp (:func:`math.nextafter`), so the
   predicted label is always MOA's. Before any label has been seen no class is known
   and the answer is ``{}`` (MOA, told the classes beforehand, would guess the first).
-* **One crossing into Java per call**: an instance goes to Java as one ``double[]``
-  (not one call per feature); a batch of re-evaluation predictions as one
-  ``double[][]``.
+* **Few crossings into Java**: each learner keeps one MOA instance over one Java
+  ``double[]``. A prediction writes the features into it (one crossing) and asks for
+  the votes (one); ``learn_one`` of the ``x`` just predicted sets the class in it (one)
+  and trains (one). A batch of re-evaluation predictions crosses as one ``double[][]``.
 * **Checkpoints**: the model pickles as the bytes of Java serialisation
   (``java.io.ObjectOutputStream``) of the header and the learner, as one object, so the
   signed checkpoint of a worker holds it like any other learner.
@@ -40,11 +43,11 @@ and a missing extra or Java gives one line saying what to install.
 from __future__ import annotations
 
 import math
+import operator
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-import numpy as np
 from river import base as river_base
 from streameval.pipeline.learners.base import Features, Proba
 from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
@@ -73,6 +76,7 @@ _INSTALL = "pip install 'streameval[moa]'"
 _lock = threading.Lock()
 _java: Any = None
 _dense: Any = None
+_NAN = math.nan
 
 
 class MOAUnavailable(SpecError):
@@ -110,10 +114,6 @@ def _dense_instance() -> Any:
     if _dense is None:
         _dense = _jvm().JClass("com.yahoo.labs.samoa.instances.DenseInstance")
     return _dense
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
 def cli_string(options: dict[str, Any]) -> str:
@@ -186,6 +186,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
 
     ``name`` is a key of :data:`MOA_CLASSIFIERS`, ``options`` MOA's options by letter or
     name (checked when the learner is made), ``seed`` the seed of a randomised learner.
+    One learner is not to be shared by threads (it writes one buffer per call).
     """
 
     def __init__(self, name: str, options: dict[str, Any] | None = None, seed: int = 0) -> None:
@@ -193,17 +194,13 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         self.options = dict(options or {})
         self.seed = seed
         self._learner = new_moa_learner(name, self.options, seed)
-        self._forget_header()
-
-    def _forget_header(self) -> None:
         self._header: Any = None
-        self._features: dict[str, int] = {}  # feature -> attribute index
+        self._features: dict[Hashable, int] = {}  # feature -> attribute index
         self._nominal: dict[int, dict[str, int]] = {}  # attribute -> value -> value index
         self._value_lists: dict[int, Any] = {}  # attribute -> the header's java.util.List
         self._classes: list[Hashable] = []  # class index -> label
         self._class_index: dict[Hashable, int] = {}
-        self._blank = np.zeros(0)  # a row of NaNs, one per attribute and the class
-        self._last: tuple[dict[str, Any], Any] | None = None  # last predicted x, its instance
+        self._last: dict[Hashable, Any] | None = None  # the x whose values the buffer holds
 
     def __repr__(self) -> str:
         return f"MOAClassifier(moa:{self.name}[{cli_string(self.options)}])"
@@ -225,7 +222,6 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             else:
                 attributes.add(attribute(str(key)))
         n = len(self._features)
-        self._blank = np.full(n + 1, np.nan)
         class_name = "class"
         while class_name in self._features:
             class_name = "_" + class_name
@@ -240,28 +236,61 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         self._learner.setModelContext(self._header)
         self._learner.prepareForUse()
         self._learner.resetLearning()
+        self._attach()
 
-    def _row(self, x: Features) -> np.ndarray:
-        """MOA's values of ``x``'s features, the class missing (NaN)."""
-        out = self._blank.copy()
-        features, nominal = self._features, self._nominal
-        for key, value in x.items():
-            i = features.get(key)
-            if i is None or value is None:
-                continue
-            codes = nominal.get(i)
-            if codes is None:
-                kind = value.__class__
-                if kind is float or kind is int or (kind is not str and _is_number(value)):
-                    out[i] = value
-                continue  # a str in a numeric attribute stays missing (NaN)
-            text = value if value.__class__ is str else str(value)
-            code = codes.get(text)
-            if code is None:  # a new nominal value: the header learns it
-                code = codes[text] = len(codes)
-                self._value_lists[i].add(text)
-            out[i] = code
-        return out
+    def _attach(self) -> None:
+        """The objects of the per-instance path, made once per header (and after unpickling).
+
+        ``_instance`` is one MOA instance of the header over ``_buffer``, a Java
+        ``double[]`` (its values: MOA's instances keep the array they are given): each
+        call writes the buffer in one crossing. The learners of :data:`MOA_CLASSIFIERS`
+        keep no reference to an instance they are given (the ensembles train copies,
+        kNN's window holds copies), so one instance serves every call.
+        """
+        jpype = _jvm()
+        names = tuple(self._features)
+        self._take = _getter(names)
+        self._codes_at = tuple(self._nominal.items())
+        self._class_at = len(names)
+        self._buffer = jpype.JArray(jpype.JDouble)(len(names) + 1)
+        self._instance = _dense_instance()(1.0, self._buffer)
+        self._instance.setDataset(self._header)
+        self._votes = self._learner.getVotesForInstance
+        self._train = self._learner.trainOnInstance
+
+    def _values(self, x: Features) -> list[Any]:
+        """MOA's values of ``x``'s features in header order, the class missing (NaN).
+
+        Nominal values are coded; a numeric attribute keeps ``x``'s value as it is
+        (:meth:`_write` makes the buffer's numbers of it)."""
+        try:
+            values = [*self._take(x), _NAN]
+        except KeyError:  # a feature of the header missing from x: a missing value
+            values = [*map(x.get, self._features), _NAN]
+        for i, codes in self._codes_at:
+            value = values[i]
+            code = codes.get(value) if value.__class__ is str else None
+            values[i] = code if code is not None else self._code(i, value)
+        return values
+
+    def _code(self, i: int, value: Any) -> float:
+        """The code of ``value`` in nominal attribute ``i`` (a new one is added to the header)."""
+        if value is None:
+            return _NAN
+        codes, text = self._nominal[i], str(value)
+        code = codes.get(text)
+        if code is None:  # a new nominal value: the header learns it
+            code = codes[text] = len(codes)
+            self._value_lists[i].add(text)
+        return code
+
+    def _write(self, values: list[Any]) -> None:
+        """``values`` into the buffer: one crossing, unless a numeric attribute holds
+        something else than a number (``None``, a ``str``...: a missing value)."""
+        try:
+            self._buffer[:] = values
+        except TypeError:
+            self._buffer[:] = [_number(v) for v in values]
 
     def _class_code(self, y: Hashable) -> int:
         code = self._class_index.get(y)
@@ -271,38 +300,38 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             self._value_lists[len(self._features)].add(str(y))
         return code
 
-    def _instance(self, values: Any) -> Any:
-        """A MOA instance of ``values`` (one ``double[]``) in this learner's header."""
-        inst = _dense_instance()(1.0, values)
-        inst.setDataset(self._header)
-        return inst
-
     # ---------------------------------------------------------------- the protocol
 
     def learn_one(self, x: Features, y: Hashable, *, at: int | None = None, **kwargs: Any) -> None:
         if self._header is None:
             self._build_header(x)
-        code = self._class_code(y)
+        code = self._class_index.get(y)
+        if code is None:
+            code = self._class_code(y)
         last, self._last = self._last, None
-        # predicted just before (test-then-train): its instance is reused
-        fresh = last is None or last[0] != x
-        inst = self._instance(self._row(x)) if fresh else last[1]  # type: ignore[index]
-        inst.setClassValue(float(code))
-        self._learner.trainOnInstance(inst)
+        if last is not None and last == x:  # predicted just before: the buffer holds x
+            self._buffer[self._class_at] = code
+        else:
+            values = self._values(x)
+            values[-1] = code
+            self._write(values)
+        self._train(self._instance)
 
     def predict_proba_one(self, x: Features, *, at: int | None = None, **kwargs: Any) -> Proba:
         if self._header is None:
             self._build_header(x)
         if not self._classes:
             return {}
-        inst = self._instance(self._row(x))
-        self._last = (dict(x), inst)  # test-then-train learns this very instance next
-        return self._proba(memoryview(self._learner.getVotesForInstance(inst)).tolist())
+        self._last = None  # until the buffer holds x
+        self._write(self._values(x))
+        self._last = dict(x)  # test-then-train learns this very x next
+        return self._proba(memoryview(self._votes(self._instance)).tolist())
 
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Proba]:
-        """``predict_proba_one`` of each instance; the rows cross into Java as one array."""
+        """``predict_proba_one`` of each instance; the rows cross into Java as one array
+        (an instance of the header over each; the buffer is left alone)."""
         if at is not None:
             check_aligned(xs, at)
         if not xs:
@@ -312,34 +341,53 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         if not self._classes:
             return [{} for _ in xs]
         jpype = _jvm()
-        matrix = jpype.JArray(jpype.JDouble, 2)(np.array([self._row(x) for x in xs]))
-        votes = self._learner.getVotesForInstance
-        make = self._instance
-        return [self._proba(memoryview(votes(make(row))).tolist()) for row in matrix]
+        rows = [self._values(x) for x in xs]
+        try:
+            matrix = jpype.JArray(jpype.JDouble, 2)(rows)
+        except TypeError:  # a numeric attribute holds something else than a number
+            matrix = jpype.JArray(jpype.JDouble, 2)([[_number(v) for v in r] for r in rows])
+        dense, header, votes = _dense_instance(), self._header, self._votes
+        out = []
+        for row in matrix:
+            inst = dense(1.0, row)
+            inst.setDataset(header)
+            out.append(self._proba(memoryview(votes(inst)).tolist()))
+        return out
 
     def _proba(self, votes: list[float]) -> Proba:
-        """MOA's votes as probabilities over the known classes, MOA's choice on top."""
+        """MOA's votes as probabilities over the known classes, MOA's choice on top.
+
+        MOA's choice is the first index of the highest vote (``Utils.maxIndex``); when its
+        probability ties with another's (or the votes sum to nothing, and the
+        probabilities are uniform) it is raised by one ulp.
+        """
         classes = self._classes
         k = len(classes)
         if len(votes) != k:
             votes = (votes + [0.0] * k)[:k]
-        # MOA's prediction: the first index of the highest vote (Utils.maxIndex)
-        top = max(votes)
-        best = votes.index(top)
         total = math.fsum(votes)
-        scored = total > 0 and math.isfinite(total)
+        scored = 0.0 < total < math.inf
+        if k == 2:  # the general case below, spelled out for the most frequent one
+            a, b = votes
+            pa, pb = (a / total, b / total) if scored else (0.5, 0.5)
+            if b > a:
+                if pb <= pa:
+                    pb = math.nextafter(pa, math.inf)
+            elif pa <= pb:
+                pa = math.nextafter(pb, math.inf)
+            return {classes[0]: pa, classes[1]: pb}
+        best = votes.index(max(votes))
         probs = [v / total for v in votes] if scored else [1.0 / k] * k
         if k > 1:
-            rival = max(p for j, p in enumerate(probs) if j != best)
-            if probs[best] <= rival:
-                probs[best] = math.nextafter(rival, math.inf)
+            top, probs[best] = probs[best], -math.inf
+            rival = max(probs)
+            probs[best] = top if top > rival else math.nextafter(rival, math.inf)
         return dict(zip(classes, probs, strict=True))
 
     # ---------------------------------------------------------------- pickling
 
     def __getstate__(self) -> dict[str, Any]:
-        skip = ("_learner", "_value_lists", "_last")
-        state = {k: v for k, v in self.__dict__.items() if k not in skip}
+        state = {k: v for k, v in self.__dict__.items() if k not in _TRANSIENT}
         state["_header"] = None
         state["_java"] = self._java_bytes() if self._header is not None else None
         return state
@@ -356,6 +404,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         self._header, self._learner = header, learner
         for i in [*self._nominal, len(self._features)]:
             self._value_lists[i] = self._header.attribute(i).getAttributeValues()
+        self._attach()
 
     def _java_bytes(self) -> bytes:
         """Java serialisation of the header and the learner, as one object (they share
@@ -363,6 +412,34 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         jpype = _jvm()
         pair = jpype.JArray(jpype.JObject)([self._header, self._learner])
         return bytes(_serialisation().serialize(pair))
+
+
+#: What a pickle leaves out: Java objects (the learner and the header go as Java
+#: serialisation) and what :meth:`MOAClassifier._attach` makes again.
+_TRANSIENT = frozenset(
+    {"_learner", "_value_lists", "_last", "_take", "_codes_at", "_class_at"}
+    | {"_buffer", "_instance", "_votes", "_train"}
+)
+
+
+def _getter(names: tuple[Hashable, ...]) -> Callable[[Features], tuple[Any, ...]]:
+    """``x -> tuple of x[name] for name in names`` (``KeyError`` when one is missing)."""
+    if len(names) == 1:
+        (name,) = names
+        return lambda x: (x[name],)
+    if not names:
+        return lambda x: ()
+    return operator.itemgetter(*names)
+
+
+def _number(value: Any) -> float:
+    """A numeric attribute's value: the number ``value``, else missing (NaN)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return _NAN
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return _NAN
 
 
 def _serialisation() -> Any:

@@ -10,8 +10,9 @@ own Java loop, :mod:`streameval.bench.moa_peer`), measured in the same run:
 * streameval ``evaluate`` with its own ``nb`` / ``ht`` (River inside);
 * River's ``progressive_val_score`` with ``GaussianNB`` / ``HoeffdingTreeClassifier``;
 * River's bare loop: ``predict_proba_one`` then ``learn_one``, no metric;
-* the same bare loop over streameval's ``moa:`` learner: what the adapter (one
-  instance per call into Java) costs without the experiment around it.
+* the same bare loop over streameval's ``moa:`` learner: what the adapter costs
+  without the experiment around it (where its time goes:
+  :mod:`streameval.bench.moa_split`).
 
 The JVM is started before the clock in the children that use MOA (CapyMOA's
 ``import`` starts it; streameval's child starts it the same way), so neither side pays
