@@ -361,3 +361,17 @@ def test_covtype_and_airlines_same_json(data_dir) -> None:
         window=200,
         snapshot_every=700,
     )
+
+
+@pytest.mark.moa
+def test_moa_learners_same_json(data_dir) -> None:
+    # MOA's learners through the generic calls (one Java call each way per instance)
+    real_case(
+        data_dir,
+        learners=["moa:NaiveBayes", "moa:HoeffdingTree", "nochange"],
+        dataset="electricity",
+        limit=3000,
+        delay="48",
+        window=500,
+        snapshot_every=300,
+    )

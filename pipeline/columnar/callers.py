@@ -14,8 +14,11 @@ computed) and learns for one learner, with the semantics of
   labels in the same order;
 * any other learner gets its ``predict_proba_one(x, at=...)`` and ``learn_one``.
 
-A failure names the learner, the instance and the step
-(:class:`~streameval.pipeline.failure.LearnerFailed`).
+The prediction is the most probable label (ties to the smallest ``str``,
+:func:`~streameval.pipeline.learners.base.argmax`); under the ``papers`` protocol, the
+only one this core runs, an untrained learner's empty answer is no prediction (the
+protocol's cold start leaves it as it is). A failure names the learner, the instance
+and the step (:class:`~streameval.pipeline.failure.LearnerFailed`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streameval.pipeline.calls import LearnerCalls, positive_score
+from streameval.pipeline.calls import positive_score
 from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
@@ -104,25 +107,30 @@ def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
     return Caller(name, predict, learn, cleaned=True)
 
 
-def _generic(name: str, learner: Any, calls: LearnerCalls, positive: str | None) -> Caller:
-    learner_learn = learner.learn_one
+def _generic(name: str, learner: Any, positive: str | None) -> Caller:
+    proba_one, learner_learn = learner.predict_proba_one, learner.learn_one
 
     def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
-        y_pred, proba = calls.predict(learner, x, at)
-        return y_pred, positive_score(proba, positive) if positive is not None else 0.0
+        try:
+            proba = proba_one(x, at=at)
+        except LearnerFailed:
+            raise
+        except Exception as exc:
+            raise LearnerFailed(name, at, "predict", exc) from exc
+        return argmax(proba), positive_score(proba, positive) if positive is not None else 0.0
 
     def learn(x: Any, xc: Any, y: Hashable, at: int) -> None:
         try:
             learner_learn(x, y, at=at)
+        except LearnerFailed:
+            raise
         except Exception as exc:
             raise LearnerFailed(name, at, "learn", exc) from exc
 
     return Caller(name, predict, learn)
 
 
-def callers_for(
-    slots: Sequence[Any], calls: LearnerCalls, positive: str | None, *, label_only_ok: bool
-) -> list[Caller]:
+def callers_for(slots: Sequence[Any], positive: str | None, *, label_only_ok: bool) -> list[Caller]:
     """A caller for the learner of each slot; ``positive`` names the AUC's positive class
     (``None``: no AUC); ``label_only_ok`` lets baselines be answered by the references."""
     out = []
@@ -134,7 +142,7 @@ def callers_for(
         elif type(learner) is RiverClassifier:
             out.append(_river(slot.name, learner, positive))
         else:
-            out.append(_generic(slot.name, learner, calls, positive))
+            out.append(_generic(slot.name, learner, positive))
     return out
 
 

@@ -161,7 +161,6 @@ class ColumnarExperiment:
         with_auc = self.config.positive is not None
         self._callers: list[Caller] = callers_for(
             self.slots,
-            self.calls,
             self.config.positive if with_auc else None,
             label_only_ok=not with_auc and not self.config.drift_reset,
         )
