@@ -305,14 +305,15 @@ def real_case(data_dir: Any, **settings: Any) -> tuple[ExperimentConfig, str]:
 
 
 @pytest.mark.slow
-def test_electricity_the_default_line_up_same_json(data_dir) -> None:
+@pytest.mark.parametrize("delay", ["natural", "0"])
+def test_electricity_the_default_line_up_same_json(data_dir, delay) -> None:
     # the command line's defaults: five learners, snapshots every 1 % (the curves), AUC
     config, reference = real_case(
         data_dir,
         learners=["nochange", "majority", "nb", "ht", "ta:ht"],
         dataset="electricity",
         limit=12_000,
-        delay="natural",
+        delay=delay,
         snapshot_every=None,
     )
     assert config.snapshot_every == 120 and config.positive == "UP"

@@ -35,6 +35,38 @@ def pairs2(pos: np.ndarray, neg_sorted: np.ndarray) -> int:
     return int(below.sum()) + int(not_above.sum())
 
 
+class SortedRuns:
+    """A growing multiset of scores as a few sorted runs (at most ``log2`` of their
+    count): adding a sorted run merges the last runs while the newer is at least half
+    the size of the one before, so the scores are copied ``O(log n)`` times in all, not
+    at every addition.
+
+    >>> runs = SortedRuns()
+    >>> runs.add(np.array([0.2, 0.5])); runs.add(np.array([0.1]))
+    >>> len(runs), runs.pairs2(np.array([0.5]))  # 0.1 and 0.2 below, 0.5 tied: 2 + 2 + 1
+    (3, 5)
+    """
+
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.runs)
+
+    def add(self, sorted_scores: np.ndarray) -> None:
+        if not len(sorted_scores):
+            return
+        runs = self.runs
+        runs.append(sorted_scores)
+        while len(runs) > 1 and 2 * len(runs[-1]) >= len(runs[-2]):
+            newer = runs.pop()
+            runs[-1] = np.sort(np.concatenate((runs[-1], newer)), kind="stable")
+
+    def pairs2(self, queries: np.ndarray) -> int:
+        """:func:`pairs2` of ``queries`` (as positives) against the scores held."""
+        return sum(pairs2(queries, run) for run in self.runs)
+
+
 def _check(scores: np.ndarray) -> None:
     if np.isnan(scores).any():
         raise ValueError("a score must not be nan")
@@ -45,9 +77,8 @@ class AUCTally:
 
     def __init__(self, n_learners: int, window: int | None) -> None:
         self.window = window
-        empty = np.zeros(0)
-        self.pos = [empty] * n_learners  # sorted scores of the positives held
-        self.neg = [empty] * n_learners
+        self.pos = [SortedRuns() for _ in range(n_learners)]  # the positives' scores held
+        self.neg = [SortedRuns() for _ in range(n_learners)]
         self.pairs = [0] * n_learners
 
     def extend(self, seg: Segment, positive: np.ndarray) -> None:
@@ -62,11 +93,11 @@ class AUCTally:
             scores = seg.score[:, i]
             new_pos, new_neg = np.sort(scores[flags]), np.sort(scores[~flags])
             pos, neg = self.pos[i], self.neg[i]
-            gained = pairs2(new_pos, neg) + pairs2(new_pos, new_neg)
-            gained += 2 * len(pos) * len(new_neg) - pairs2(new_neg, pos)  # old positives
+            gained = neg.pairs2(new_pos) + pairs2(new_pos, new_neg)
+            gained += 2 * len(pos) * len(new_neg) - pos.pairs2(new_neg)  # old positives
             self.pairs[i] += gained
-            self.pos[i] = np.sort(np.concatenate((pos, new_pos)), kind="mergesort")
-            self.neg[i] = np.sort(np.concatenate((neg, new_neg)), kind="mergesort")
+            pos.add(new_pos)
+            neg.add(new_neg)
 
     def states(self, tape: Tape | None, positive: np.ndarray) -> list[AUCCounts]:
         """Every learner's AUC state (what ``PrequentialAUC.get`` reads)."""

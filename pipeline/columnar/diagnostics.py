@@ -47,11 +47,12 @@ def extend_temporal(td: TemporalDependence, seq: np.ndarray, labels: Sequence[st
     if m == 0:
         return
     k, depth_max = len(labels), td.max_lag + 1
-    for c in dict.fromkeys(seq.tolist()):  # new classes, in order of first appearance
-        if labels[c] not in td.counts:
-            td.counts[labels[c]] = 0
-            td.run[labels[c]] = [0] * depth_max
-            td.stay[labels[c]] = [0] * depth_max
+    if len(td.counts) < k:  # new classes, in order of first appearance
+        for c in dict.fromkeys(seq.tolist()):
+            if labels[c] not in td.counts:
+                td.counts[labels[c]] = 0
+                td.run[labels[c]] = [0] * depth_max
+                td.stay[labels[c]] = [0] * depth_max
     n0 = td.n
     if n0:
         code = {label: c for c, label in enumerate(labels)}

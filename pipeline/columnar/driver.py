@@ -7,6 +7,7 @@ runs on the per-event path, the reference this one is tested against.
 
 :func:`evaluate_columnar` is ``evaluate_config`` on this path, with one of two loops:
 
+* :func:`drive_immediate`: test-then-train, each instance's features then its label;
 * :func:`drive_steps`: the replay schedule as plain tuples
   (:func:`~streameval.pipeline.streams.schedule.schedule_steps`), each handed to the
   experiment's ``features`` or ``label``: the learners' calls and nothing more per
@@ -38,9 +39,9 @@ from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.labels_progress import LabelProgress
 from streameval.pipeline.protocol import labels_first
-from streameval.pipeline.streams.base import Dataset, RecordSource
-from streameval.pipeline.streams.delay import DelayModel, parse_delay
-from streameval.pipeline.streams.schedule import FEATURES, Step, schedule_steps
+from streameval.pipeline.streams.base import Dataset, Instance, RecordSource
+from streameval.pipeline.streams.delay import DelayModel, InstanceDelay, parse_delay
+from streameval.pipeline.streams.schedule import FEATURES, Step, decreasing, schedule_steps
 
 #: Instances per block of the baselines' array predictions.
 BLOCK = 8192
@@ -106,9 +107,10 @@ def evaluate_columnar(
     delay = parse_delay(config.delay, dataset)
     if label_schedule_applies(experiment, dataset, delay, on_output):
         return drive_labels(experiment, dataset, delay, total, progress)
-    steps = schedule_steps(
-        dataset.iter_instances(config.limit), delay, labels_first=labels_first(config.protocol)
-    )
+    rows = dataset.iter_instances(config.limit)
+    if delay == InstanceDelay(0) and on_output is None and config.stop_at_labels is None:
+        return drive_immediate(experiment, rows, total, progress)
+    steps = schedule_steps(rows, delay, labels_first=labels_first(config.protocol))
     return drive_steps(experiment, steps, total, progress, on_output)
 
 
@@ -146,6 +148,32 @@ def drive_steps(
     _follow(bar, experiment)
     bar.close()
     return _with_runtime(experiment, start, n_events + 1)
+
+
+def drive_immediate(
+    experiment: ColumnarExperiment, instances: Iterable[Instance], total: int | None, progress: bool
+) -> dict[str, Any]:
+    """Test-then-train (delay 0): each instance's features, then its label, the schedule
+    of :func:`~streameval.pipeline.streams.schedule.schedule_steps` under ``InstanceDelay(0)``
+    without building its steps; the outputs are left out (the snapshots go to the curves)."""
+    bar = LabelProgress(None if total is None else (total - 1) // 2, enabled=progress)
+    start = time.perf_counter()
+    features, label = experiment.features, experiment.label
+    n, last_ts = 0, None
+    for inst in instances:
+        ts = inst.ts
+        if last_ts is not None and ts < last_ts:
+            raise decreasing(inst, ts, last_ts)
+        features(inst.id, ts, inst.x)
+        label(inst.id, ts, inst.y)
+        last_ts = ts
+        n += 1
+        if progress and not n % PROGRESS_EVERY:
+            _follow(bar, experiment)
+    experiment.end(0.0 if last_ts is None else last_ts)
+    _follow(bar, experiment)
+    bar.close()
+    return _with_runtime(experiment, start, 2 * n + 1)
 
 
 def drive_labels(

@@ -36,6 +36,7 @@ reference baselines'.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
@@ -72,9 +73,12 @@ from streameval.pipeline.report.curves import CurveRecorder
 #: bounds the rows held as Python lists.
 FLUSH_EVERY = 8192
 # a pending instance's record: arrival index, features, cleaned features, labels seen
-# at arrival, first predictions (codes: No-Change, Majority, the learners), scores,
-# whether newer features replaced the first ones
+# at arrival, its row, scores, whether newer features replaced the first ones
 AT, X, XC, SEEN, ROW, SCORES, UPDATED = range(7)
+# a row: the arrival index, the first predictions (codes: No-Change, Majority, the
+# learners), and once labelled the label's code
+FIRSTS = 1  # where the predictions start in a row
+LEARNERS = 3  # where the learners' predictions start
 
 
 def unsupported(config: ExperimentConfig) -> str | None:
@@ -150,8 +154,9 @@ class ColumnarExperiment:
         # the reference baselines: No-Change's last label, Majority's counts and choice
         self._per = self._maj = NONE
         self._counts: list[int] = []
-        # the labels not yet on the board: (code, arrival index, first predictions, scores)
-        self._scored: list[tuple[int, int, list[int], list[float]]] = []
+        # the labels not yet on the board: their rows (arrival, firsts, code), their scores
+        self._rows = array("q")
+        self._scores = array("d")
         self._plan()
 
     # -- the protocol -----------------------------------------------------------------------
@@ -170,6 +175,8 @@ class ColumnarExperiment:
         self._auc = with_auc
         self._watch = bool(self.config.detectors) or self.emit_predictions
         self._every = self.config.snapshot_every
+        self._context_read = self.context.read  # a wrapper reads the released labels
+        self._flush_at = FLUSH_EVERY * (len(self.slots) + LEARNERS + 1)  # row values held
 
     def process(self, event: InputEvent, nbytes: int = 0) -> list[Output]:
         """Handle one input event; return what it produced (as ``Experiment.process``)."""
@@ -212,15 +219,17 @@ class ColumnarExperiment:
         if buffer.evicted and uid in buffer.evicted:
             self.counters["features_after_eviction"] += 1
             return []
-        at = self.context.arrive()
-        self.n_instances += 1
+        at = self.n_instances
+        if self._context_read:
+            self.context.arrive()
+        self.n_instances = at + 1
         xc = self._clean(x) if self._cleans else x
-        row = [self._per, self._maj]
+        row = [at, self._per, self._maj]
         scores: list[float] = []
         index = self.codes.index
         for reference, predict in self._predict:
             if reference is not None:  # a baseline's own prediction: no call
-                row.append(row[reference])
+                row.append(row[FIRSTS + reference])
                 continue
             y_pred, score = predict(x, xc, at)
             if y_pred is None:
@@ -238,7 +247,7 @@ class ColumnarExperiment:
         labels, stream = self.codes.labels, self.config.stream
         return [
             PredictionEvent(stream, slot.name, uid, ts, "first", _label(labels, c), 0)  # type: ignore[arg-type]
-            for slot, c in zip(self.slots, row[2:], strict=True)
+            for slot, c in zip(self.slots, row[LEARNERS:], strict=True)
         ]
 
     def _clean(self, x: Any) -> Any:
@@ -268,7 +277,11 @@ class ColumnarExperiment:
             code = self.codes.code(y)
             self._is_label.add(code)
             self.classes.append(str(y))
-        self._scored.append((code, record[AT], record[ROW], record[SCORES]))
+        row = record[ROW]
+        row.append(code)
+        self._rows.extend(row)
+        if self._auc:
+            self._scores.extend(record[SCORES])
         out = self._watched(uid, ts, record, code) if self._watch else []
         self._learn(record, y, code)
         if self._watch and self.config.drift_reset:
@@ -278,7 +291,7 @@ class ColumnarExperiment:
             snapshots = self.snapshots("periodic")
             self.curves.extend(snapshots)
             out.extend(snapshots)
-        elif len(self._scored) >= FLUSH_EVERY:
+        elif len(self._rows) >= self._flush_at:
             self._flush()
         return out
 
@@ -288,7 +301,7 @@ class ColumnarExperiment:
         unchanged = record[SEEN] == self.n_labelled - 1 and not record[UPDATED]
         labels, stream = self.codes.labels, self.config.stream
         for i, slot in enumerate(self.slots):
-            first = record[ROW][2 + i]
+            first = record[ROW][LEARNERS + i]
             if self.emit_predictions:
                 final = (
                     _label(labels, first)
@@ -321,6 +334,8 @@ class ColumnarExperiment:
         counts[code] += 1
         if code != self._maj and (self._maj == NONE or counts[code] >= counts[self._maj]):
             self._majority_after(code)
+        if not self._context_read:
+            return
         self.context.receive(at, y)
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
@@ -379,25 +394,23 @@ class ColumnarExperiment:
     # -- the scoreboard ---------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Score the labels held as records on the board."""
-        scored = self._scored
-        if not scored:
+        """Score the labels held as rows on the board."""
+        if not self._rows:
             return
-        self._scored = []
-        m, width = len(scored), len(self.slots) + 2
-        rows = np.array([r[2] for r in scored], dtype=np.int32).reshape(m, width)
-        scores = None
-        if self._auc:
-            scores = np.array([r[3] for r in scored], dtype=np.float64)
-        seg = Segment(
-            np.array([r[0] for r in scored], dtype=np.int32),
-            np.array([r[1] for r in scored], dtype=np.int64),
-            rows[:, 0],
-            rows[:, 1],
-            rows[:, 2:],
-            None if scores is None else scores.reshape(m, width - 2),
+        width = len(self.slots) + LEARNERS + 1
+        rows = np.array(self._rows, dtype=np.int64).reshape(-1, width)
+        scores = np.array(self._scores, dtype=np.float64).reshape(len(rows), -1)
+        del self._rows[:], self._scores[:]
+        self.score(
+            Segment(
+                rows[:, -1].astype(np.int32),
+                rows[:, 0],
+                rows[:, FIRSTS].astype(np.int32),
+                rows[:, FIRSTS + 1].astype(np.int32),
+                rows[:, LEARNERS:-1].astype(np.int32),
+                scores if self._auc else None,
+            )
         )
-        self.score(seg)
 
     def score(self, seg: Segment) -> None:
         """Put scored labels on the board (a driver that computes the rows itself, as the

@@ -128,6 +128,10 @@ class StreamContext:
     (['a'], 'a', None)
     """
 
+    #: Whether a learner reads the context: set by :meth:`require_recent`, which every
+    #: reader calls when it is bound. An unread context need not be kept up to date.
+    read = False
+
     def __init__(self, max_recent: int = 1) -> None:
         self.n_arrived = 0
         self.n_received = 0
@@ -135,7 +139,8 @@ class StreamContext:
         self._label_at: dict[int, Hashable] = {}
 
     def require_recent(self, n: int) -> None:
-        """Make sure at least ``n`` most recent labels are remembered."""
+        """Make sure at least ``n`` most recent labels are remembered (a reader's call)."""
+        self.read = True
         if self._recent.maxlen is None or self._recent.maxlen < n:
             self._recent = deque(self._recent, maxlen=n)
 

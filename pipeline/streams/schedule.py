@@ -81,6 +81,11 @@ def replay_schedule(
     yield EndOfStream(stream, last_ts, seq, seq)
 
 
+def decreasing(inst: Instance, ts: float, last_ts: float) -> ValueError:
+    """The error of an instance whose event time goes back."""
+    return ValueError(f"instance {inst.id} has ts {ts} < {last_ts}: event time must not decrease")
+
+
 def schedule_steps(
     instances: Iterable[Instance], delay: DelayModel, *, labels_first: bool = False
 ) -> Iterator[Step]:
@@ -106,9 +111,7 @@ def schedule_steps(
     for inst in instances:
         ts = inst.ts if timed is None else timed.release(inst)
         if last_ts is not None and ts < last_ts:
-            raise ValueError(
-                f"instance {inst.id} has ts {ts} < {last_ts}: event time must not decrease"
-            )
+            raise decreasing(inst, ts, last_ts)
         while pending and (pending[0][0] < ts or (labels_first and pending[0][0] == ts)):
             due, _, id_, y = pop(pending)
             yield (LABEL, id_, due, y)

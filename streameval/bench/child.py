@@ -17,7 +17,7 @@ from streameval.bench.harness import CHILD_TAG
 from streameval.bench.inprocess import child_evaluate
 from streameval.bench.kafka_runs import child_kafka_run, child_raw
 from streameval.bench.measure import self_peak_rss
-from streameval.bench.speed import child_evaluate_per_event
+from streameval.bench.speed import child_evaluate_per_event, child_river_bare
 from streameval.bench.target1 import child_river
 from streameval.bench.target6 import child_kafka_curve
 from streameval.bench.target_moa import child_capymoa, child_river_loop
@@ -31,6 +31,7 @@ CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "kafka_curve": child_kafka_curve,
     "capymoa": child_capymoa,
     "river_loop": child_river_loop,
+    "river_bare": child_river_bare,
 }
 
 

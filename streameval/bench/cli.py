@@ -20,7 +20,7 @@ from streameval.bench.measure import proc_status_kib
 from streameval.bench.plans import PLANS, TARGETS, Plan
 from streameval.bench.report import machine_info, write_outputs
 from streameval.bench.rows import Row
-from streameval.bench.speed import plan_speed2
+from streameval.bench.speed import plan_speed1, plan_speed2
 from streameval.bench.target1 import plan_target1
 from streameval.bench.target6 import plan_target6
 from streameval.bench.target_moa import plan_target_moa
@@ -51,7 +51,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="T",
-        help="run only these targets (1..6, moa; repeatable or comma-separated)",
+        help="run only these targets (1..6, s1, s2, moa; repeatable or comma-separated)",
     )
     p.add_argument(
         "--out",
@@ -131,6 +131,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             builders.append(plan_target1(bench, plan))
         if "4" in targets or "5" in targets:
             builders.append(plan_targets45(bench, plan))
+        if "s1" in targets:
+            builders.append(plan_speed1(bench, plan))
         if "s2" in targets:
             builders.append(plan_speed2(bench, plan))
         if "moa" in targets:

@@ -36,6 +36,7 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
         "n_instances": results["n_instances"],
         "accuracy": {k: v.get("accuracy") for k, v in results["learners"].items()},
         "overhead": results["overhead"],
+        "path": results["runtime"].get("path", "per-event"),
     }
 
 

@@ -24,6 +24,9 @@ TARGETS = {
     "memory proportional to pending instances",
     "6": "throughput of 1, 2, 4 concurrent streams on one worker and of two workers on "
     "two partitions (a curve, no threshold)",
+    "s1": "issue 15 speed target 1: evaluate with nb and with ht, every default metric, >= "
+    "0.9 x River's bare loop (predict_proba_one + learn_one, no metric) over the same model "
+    "on the same stream (electricity, covtype 100k)",
     "s2": "issue 15 speed target 2: evaluate with the two baselines, every metric, window "
     "and fading, >= 300,000 labelled instances/s in-process on electricity",
     "moa": "issue 15 target 4: evaluate with moa:NaiveBayes and moa:HoeffdingTree >= 0.8 x "
@@ -50,6 +53,7 @@ class Plan:
     curve_streams: tuple[int, ...] = (1, 2, 4)
     timeout: float = 3600.0
     moa_stream: tuple[str, int | None] = ("electricity", None)  # (dataset, limit), target moa
+    s1: tuple[tuple[str, int | None], ...] = (("electricity", None), ("covtype", 100_000))
 
     @property
     def cov_label(self) -> str:
@@ -74,6 +78,7 @@ PLANS = {
         curve_streams=(1, 2),
         timeout=300.0,
         moa_stream=("electricity", 2000),
+        s1=(("electricity", 2000), ("covtype", 1000)),
     ),
     "default": Plan(
         mode="default",
