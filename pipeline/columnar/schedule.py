@@ -12,9 +12,11 @@ features it follows from the event times alone:
   their due time ``max(ts + s, ts)`` (ties in instance order), each before the first
   feature event with a later event time.
 
-:class:`LabelSchedule` holds that, and its :meth:`~LabelSchedule.blocks` cut it into
-the blocks (a range of instances with the labels released among them) that
-:meth:`ColumnarExperiment.process_arrays` takes.
+:class:`LabelSchedule` holds that, with the event time of every label; its
+:meth:`~LabelSchedule.blocks` cut it into blocks (a range of instances with the labels
+released among them) over which the baselines' predictions are computed, and
+:meth:`~LabelSchedule.at_label` says where the stream stands after any label (what a
+snapshot there reports).
 
 >>> s = LabelSchedule.build(np.arange(4.0), InstanceDelay(2))
 >>> s.seen.tolist(), s.order.tolist()  # F0 F1 F2 L0 F3 L1 L2 L3
