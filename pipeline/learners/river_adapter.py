@@ -187,6 +187,16 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
         label = self.model.predict_one(x, **kwargs)
         return {} if label is None else {label: 1.0}
 
+    def predict_label_one(
+        self, x: Features, *, at: int | None = None, **kwargs: Any
+    ) -> Hashable | None:
+        """``argmax(self.predict_proba_one(x))`` (ties to the smallest label); a plain
+        Hoeffding tree ranks its leaf's classes without making the dict
+        (:meth:`~streameval.pipeline.learners.batch.TreeBatch.predict_label_one`)."""
+        if type(self.model) is river_tree.HoeffdingTreeClassifier and not kwargs:
+            return self._trees.predict_label_one(self.model, clean(x))
+        return argmax(self.predict_proba_one(x, **kwargs))
+
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Proba]:
@@ -228,7 +238,9 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
                 return got  # type: ignore[no-any-return]
             return [argmax(self.predict_proba_one(x)) for x in xs]
         if type(model) is river_tree.HoeffdingTreeClassifier:
-            return self._trees.predict_labels(model, *_clean_tree_batch(xs))
+            batch, frame = _clean_tree_batch(xs)
+            key = getattr(xs, "key", None) if getattr(xs, "frame", None) is frame else None
+            return self._trees.predict_labels(model, batch, frame, key)
         return [argmax(p) for p in self.predict_proba_many(xs, **kwargs)]
 
 
