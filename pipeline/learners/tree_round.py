@@ -81,7 +81,23 @@ class TreeRound:
         self._leaves: dict[int, tuple[int, Any]] = {}
         self._center: dict[Hashable, float] = {}
         self._layout: tuple[Any, np.ndarray] | None = None  # (frame index, centre per column)
-        self._blocks: dict[int, tuple[Any, Any, _Block]] = {}  # leaf -> (model, index, block)
+        self._reset_blocks()
+
+    def _reset_blocks(self) -> None:
+        """Forget the leaves' coefficients (the tree changed shape, or the frame's columns)."""
+        self._blocks: dict[
+            int, tuple[Any, Any, _Block, int]
+        ] = {}  # leaf -> (lm, index, block, slot)
+        self._majority: dict[int, tuple[Any, tuple[float, ...], int, Hashable]] = {}
+        self._n_slots = 0
+        # every leaf's coefficients in one array, one slot per leaf, the tree's classes as
+        # columns (a class a leaf lacks: constant -inf), so a round gathers them by slot
+        self._columns: dict[Hashable, int] = {}
+        self._labels: list[Hashable] = []
+        self._coef = np.zeros((0, 0, 0))
+        self._size = np.zeros((0, 0, 0))
+        self._const = np.zeros((0, 0))
+        self._size_const = np.zeros((0, 0))
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
@@ -112,26 +128,43 @@ class TreeRound:
         for i, leaf in enumerate(leaves):
             groups.setdefault(id(leaf), []).append(i)
         out: list[Hashable | None] = [None] * len(xs)
-        naive: list[tuple[_Block, list[int]]] = []
-        template = {c: 0.0 for c in sorted(model.classes)}
+        naive_rows: list[int] = []
+        naive_slots: list[int] = []
         center = self._centers(frame)
         for rows in groups.values():
             leaf = leaves[rows[0]]
-            block = self._block(trees, model, leaf, frame, center)
-            if block is not None:
-                naive.append((block, rows))
+            slot = self._slot(trees, model, leaf, frame, center)
+            if slot is not None:
+                naive_rows.extend(rows)
+                naive_slots.extend([slot] * len(rows))
             elif type(leaf) in _MAJORITY_KINDS and not trees._is_naive(model, leaf) and leaf.stats:
-                proba = template.copy()  # river: the classes at 0, then the leaf's majority
-                proba.update(normalize_values_in_dict(leaf.stats, inplace=False))
-                label = _argmax(proba)
+                label = self._majority_label(model, leaf)
                 for i in rows:
                     out[i] = label
             else:
                 for i in rows:
                     out[i] = _argmax(trees.river_proba(model, xs[i]))
-        if naive:
-            self._rank(trees, model, xs, frame, center, naive, out)
+        if naive_rows:
+            self._rank(trees, model, xs, frame, center, naive_rows, naive_slots, out)
         return out
+
+    def _majority_label(self, model: Any, leaf: Any) -> Hashable | None:
+        """River's answer of a leaf predicting its class weights: the classes at 0, then
+        the leaf's normalised weights (kept until the leaf or the tree's classes change)."""
+        weights = tuple(leaf.stats.values())
+        kept = self._majority.get(id(leaf))
+        if (
+            kept is not None
+            and kept[0] is leaf
+            and kept[1] == weights
+            and kept[2] == len(model.classes)
+        ):
+            return kept[3]
+        proba = {c: 0.0 for c in sorted(model.classes)}
+        proba.update(normalize_values_in_dict(leaf.stats, inplace=False))
+        label = _argmax(proba)
+        self._majority[id(leaf)] = (leaf, weights, len(model.classes), label)
+        return label
 
     def _leaves_of(
         self, trees: Any, model: Any, xs: Sequence[dict[str, Any]], frame: Any, key: Any
@@ -149,6 +182,7 @@ class TreeRound:
         if version != self._version:
             self._version = version
             self._leaves = {}
+            self._reset_blocks()
             self._stable = all(
                 type(node) is NumericBinaryBranch and node.feature in frame.index
                 for node in model._root.iter_branches()
@@ -181,30 +215,58 @@ class TreeRound:
         self._layout = (frame.index, values)
         return values
 
-    def _block(
+    def _slot(
         self, trees: Any, model: Any, leaf: Any, frame: Any, center: np.ndarray
-    ) -> _Block | None:
-        """The vote coefficients of a naive Bayes leaf whose observers are all Gaussian,
-        kept until the leaf learns; ``None`` for any other leaf."""
+    ) -> int | None:
+        """The slot of a naive Bayes leaf whose observers are all Gaussian, its
+        coefficients current (rewritten when the leaf learned); ``None`` for any other leaf."""
         if not trees._is_naive(model, leaf) or not leaf.stats or sum(leaf.stats.values()) == 0:
             return None
         lm = trees._leaf_model(leaf)
         if lm is None or lm.nominal or not len(lm.gauss_features):
             return None
         kept = self._blocks.get(id(leaf))
-        if (
-            kept is not None
-            and kept[0] is lm
-            and kept[1] is frame.index
-            and kept[2].weights == lm.weights
-        ):
-            return kept[2]
+        if kept is not None and kept[0] is lm and kept[1] is frame.index:
+            if kept[2].weights == lm.weights:
+                return kept[3]
+            slot = kept[3]
+        else:
+            slot = self._n_slots
+            self._n_slots += 1
         cols = np.array([frame.index.get(f, -1) for f in lm.gauss_features], dtype=np.intp)
         block = _Block(lm, cols, center, len(frame.index))
-        self._blocks[id(leaf)] = (lm, frame.index, block)
-        if len(self._blocks) > 4 * len(trees._cache) + 256:
-            self._blocks = {k: v for k, v in self._blocks.items() if k in trees._cache}
-        return block
+        self._blocks[id(leaf)] = (lm, frame.index, block, slot)
+        self._store(slot, block, 2 * len(frame.index))
+        return slot
+
+    def _store(self, slot: int, block: _Block, width: int) -> None:
+        """Write a leaf's coefficients into its slot (growing the arrays as needed)."""
+        for c in block.classes:
+            if c not in self._columns:
+                self._columns[c] = len(self._labels)
+                self._labels.append(c)
+        n_slots, n_classes = self._coef.shape[0], len(self._labels)
+        if slot >= n_slots or n_classes > self._coef.shape[2] or self._coef.shape[1] != width:
+            slots = max(slot + 1, 2 * n_slots, 16)
+            grown = [np.zeros((slots, width, n_classes)) for _ in range(2)]
+            consts = [np.full((slots, n_classes), -np.inf), np.zeros((slots, n_classes))]
+            if self._coef.shape[1] == width:
+                old_s, old_c = self._coef.shape[0], self._coef.shape[2]
+                grown[0][:old_s, :, :old_c] = self._coef
+                grown[1][:old_s, :, :old_c] = self._size
+                consts[0][:old_s, :old_c] = self._const
+                consts[1][:old_s, :old_c] = self._size_const
+            self._coef, self._size = grown
+            self._const, self._size_const = consts
+        at = [self._columns[c] for c in block.classes]
+        self._coef[slot] = 0.0
+        self._size[slot] = 0.0
+        self._const[slot] = -np.inf  # a class this leaf lacks never wins
+        self._size_const[slot] = 0.0
+        self._coef[slot][:, at] = block.coef
+        self._size[slot][:, at] = block.size
+        self._const[slot, at] = block.const
+        self._size_const[slot, at] = block.size_const
 
     def _rank(
         self,
@@ -213,48 +275,35 @@ class TreeRound:
         xs: Sequence[dict[str, Any]],
         frame: Any,
         center: np.ndarray,
-        naive: list[tuple[_Block, list[int]]],
+        rows: list[int],
+        slots_of_rows: list[int],
         out: list[Hashable | None],
     ) -> None:
         """The naive Bayes rows: votes of their own leaf from one batched product."""
-        k = max(len(block.classes) for block, _ in naive)
+        slots = np.array(slots_of_rows, dtype=np.intp)
         width = frame.values.shape[1]
-        coef = np.zeros((len(naive), 2 * width, k))
-        const = np.full((len(naive), k), -np.inf)  # a class a leaf lacks never wins
-        size = np.zeros((len(naive), 2 * width, k))
-        size_const = np.zeros((len(naive), k))
-        rows: list[int] = []
-        which: list[int] = []
-        for j, (block, members) in enumerate(naive):
-            kj = len(block.classes)
-            coef[j, :, :kj] = block.coef
-            const[j, :kj] = block.const
-            size[j, :, :kj] = block.size
-            size_const[j, :kj] = block.size_const
-            rows.extend(members)
-            which.extend([j] * len(members))
-        leaf = np.array(which, dtype=np.intp)
         x = frame.values[rows] - center
         terms = np.concatenate([x * x, x], axis=1)  # (n, 2F)
-        votes = np.matmul(terms[:, None, :], coef[leaf])[:, 0, :] + const[leaf]
+        votes = np.matmul(terms[:, None, :], self._coef[slots])[:, 0, :]
+        votes += self._const[slots]
         # the error bound: every row's |terms| at most the round's largest
+        used, which = np.unique(slots, return_inverse=True)
         biggest = np.abs(terms).max(axis=0)
-        bound = np.einsum("f,jfk->jk", biggest, size) + size_const  # (leaves, k)
-        n = len(rows)
-        idx = np.arange(n)
+        bound = (np.einsum("f,sfk->sk", biggest, self._size[used]) + self._size_const[used])[which]
+        idx = np.arange(len(rows))
         best = np.argmax(votes, axis=1)
         top = votes[idx, best]
         runner_up = votes.copy()
         runner_up[idx, best] = -np.inf
         second = np.argmax(runner_up, axis=1)
         gap = top - runner_up[idx, second]
-        error = (bound[leaf, best] + bound[leaf, second]) * (1e-14 * (width + 4))
+        error = (bound[idx, best] + bound[idx, second]) * (1e-14 * (width + 4))
         margin = np.maximum(error, CLEAR_GAP * np.maximum(1.0, np.abs(top)))
         with np.errstate(invalid="ignore"):
             clear = np.isfinite(top) & (gap > margin)  # a one-class leaf: gap = inf
-        blocks = [block for block, _ in naive]
-        for i, j, b, ok in zip(rows, which, best.tolist(), clear.tolist(), strict=True):
-            out[i] = blocks[j].classes[b] if ok else _argmax(trees.river_proba(model, xs[i]))
+        labels = self._labels
+        for i, b, ok in zip(rows, best.tolist(), clear.tolist(), strict=True):
+            out[i] = labels[b] if ok else _argmax(trees.river_proba(model, xs[i]))
 
 
 def _argmax(proba: dict[Hashable, float]) -> Hashable | None:
