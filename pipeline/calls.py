@@ -50,19 +50,6 @@ class LearnerCalls:
         except Exception as exc:
             raise self.failed(learner, at, "predict", exc) from exc
 
-    def predict_label(self, learner: Any, x: Any, at: int) -> Any:
-        """The prediction for ``x`` alone (no probabilities: nothing will score them),
-        through the learner's ``predict_label_one`` where it has one."""
-        if not self.classification:
-            return self.predict(learner, x, at)[0]
-        try:
-            label_one = getattr(learner, "predict_label_one", None)
-            if label_one is not None:
-                return self.protocol.cold_start(label_one(x, at=at))
-            return self.protocol.cold_start(argmax(learner.predict_proba_one(x, at=at)))
-        except Exception as exc:
-            raise self.failed(learner, at, "predict", exc) from exc
-
     def predict_many(self, learner: Any, xs: list, ats: list[int]) -> list[Any]:
         """One batched call: the label (or value) predicted for each instance."""
         try:

@@ -231,12 +231,10 @@ class Experiment:
         positive = self.config.positive
         scores: list[float] = []
         for slot in self.slots:
-            if slot.card.auc:
-                y_pred, proba = self.calls.predict(slot.learner, ev.x, at)
-                scores.append(positive_score(proba, positive))
-            else:  # only the label is scored
-                y_pred = self.calls.predict_label(slot.learner, ev.x, at)
+            y_pred, proba = self.calls.predict(slot.learner, ev.x, at)
             self.buffer.record(ev.id, slot.name, ev.ts, y_pred)
+            if slot.card.auc:
+                scores.append(positive_score(proba, positive))
             if self.emit_predictions:
                 out.append(
                     PredictionEvent(self.config.stream, slot.name, ev.id, ev.ts, "first", y_pred, 0)

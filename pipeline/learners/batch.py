@@ -498,30 +498,6 @@ def _gaussian_column(
     )
 
 
-def _row_of(
-    x: dict[str, Any], features: Sequence[Hashable]
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``x``'s values of ``features`` as a ``(1, G)`` row and its presence mask; ``None``
-    when one is not a ``float``, a ``bool`` or an ``int`` exact as a float (river's
-    arithmetic with it is left to river)."""
-    if not features:
-        return None
-    values: list[float] = []
-    present: list[bool] = []
-    for feature in features:
-        value = x.get(feature)
-        kind = type(value)
-        if value is None:
-            values.append(0.0)
-            present.append(False)
-        elif kind is float or kind is bool or (kind is int and abs(value) < 2**53):
-            values.append(float(value))
-            present.append(True)
-        else:
-            return None
-    return np.array([values]), np.array([present])
-
-
 def _river(model: Any, x: dict[str, Any]) -> Proba:
     """River's own answer for ``x``, with ``float`` probabilities."""
     return {label: float(p) for label, p in model.predict_proba_one(x).items()}
@@ -736,26 +712,6 @@ class TreeBatch:
         return [
             classes[b] if c else None for b, c in zip(best.tolist(), clear.tolist(), strict=True)
         ]
-
-    def predict_label_one(self, model: Any, x: dict[str, Any]) -> Hashable | None:
-        """``argmax(model.predict_proba_one(x))`` for a plain Hoeffding tree, a naive Bayes
-        leaf ranking its classes as :meth:`predict_labels` does (river where two classes
-        are close, and for every other leaf)."""
-        root = model._root
-        if type(model) is river_tree.HoeffdingTreeClassifier and root is not None:
-            leaf = self._route(root, x, {}) if isinstance(root, DTBranch) else root
-            if self._is_naive(model, leaf) and leaf.stats and sum(leaf.stats.values()) != 0:
-                lm = self._leaf_model(leaf)
-                row = _row_of(x, lm.gauss_features) if lm is not None and not lm.nominal else None
-                if lm is not None and row is not None:
-                    if lm.quad is None or lm.quad.weights != lm.weights:
-                        lm.quad = Quadratic.of(
-                            lm.mu, lm.minus_two_var, lm.half_log_var, lm.keep, lm.weights
-                        )
-                    best, clear = lm.quad.rank(lm.prior, *row)
-                    if clear[0]:
-                        return lm.classes[int(best[0])]
-        return argmax(_river(model, x))
 
     @staticmethod
     def _is_naive(model: Any, leaf: Any) -> bool:

@@ -187,16 +187,6 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
         label = self.model.predict_one(x, **kwargs)
         return {} if label is None else {label: 1.0}
 
-    def predict_label_one(
-        self, x: Features, *, at: int | None = None, **kwargs: Any
-    ) -> Hashable | None:
-        """``argmax(self.predict_proba_one(x))`` (ties to the smallest label); a plain
-        Hoeffding tree ranks its leaf's classes without making the dict
-        (:meth:`~streameval.pipeline.learners.batch.TreeBatch.predict_label_one`)."""
-        if type(self.model) is river_tree.HoeffdingTreeClassifier and not kwargs:
-            return self._trees.predict_label_one(self.model, clean(x))
-        return argmax(self.predict_proba_one(x, **kwargs))
-
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Proba]:

@@ -183,6 +183,8 @@ class TreeRound:
             self._version = version
             self._leaves = {}
             self._reset_blocks()
+            live = {id(leaf) for leaf in model._root.iter_leaves()}
+            trees._cache = {k: m for k, m in trees._cache.items() if k in live}
             self._stable = all(
                 type(node) is NumericBinaryBranch and node.feature in frame.index
                 for node in model._root.iter_branches()
