@@ -445,6 +445,9 @@ class _LeafModel:
     #: ``valid`` and the class has a positive weight, as 0.0 / 1.0.
     keep: np.ndarray
     nominal: list[_Nominal]
+    #: The leaf's observers when the model was read (a model whose observers are not the
+    #: leaf's any more is read again, whatever its weights say).
+    observers: list[Any] = field(default_factory=list)
     #: The votes as a quadratic form (:mod:`~streameval.pipeline.learners.tree_rank`),
     #: made on demand at the current weights.
     quad: Quadratic | None = None
@@ -993,7 +996,12 @@ class TreeBatch:
         weights = tuple(leaf.stats.values())
         layout = (id(leaf.splitters), len(splitters), classes)
         cached = self._cache.get(id(leaf))
-        if cached is None or cached.leaf is not leaf or cached.layout != layout:
+        if (
+            cached is None
+            or cached.leaf is not leaf
+            or cached.layout != layout
+            or not all(map(operator.is_, cached.observers, splitters.values()))
+        ):
             cached = self._build_leaf_model(leaf, layout)
             if cached is None:
                 return None
@@ -1071,6 +1079,7 @@ class TreeBatch:
             valid=table[:, :, 3].reshape(shape).astype(bool),
             keep=np.zeros(shape),
             nominal=nominal,
+            observers=list(splitters.values()),
         )
 
     @staticmethod
