@@ -10,14 +10,19 @@ spread.
 from __future__ import annotations
 
 import math
+import numbers
+import pickle
 import random
 
 import pytest
-from river import naive_bayes
+from river import compose, naive_bayes, preprocessing
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.learners import MixedNB
+from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.naive_bayes import PointMassGaussianNB
+from streameval.pipeline.learners.river_adapter import clean
+from streameval.pipeline.streams.datasets import load
 
 
 def _indicator_stream(n: int, seed: int = 7) -> list[tuple[dict[str, float], str]]:
@@ -115,3 +120,154 @@ def test_a_string_before_any_string_was_learned_tells_nothing() -> None:
     numeric_only = model.predict_proba_one({"t": 1.2})
     assert model.predict_proba_one({"a": "u", "t": 1.2}) == numeric_only
     assert model.predict_proba_batch([{"a": "u", "t": 1.2}]) == [numeric_only]
+
+
+# ------------------------------------------------------------ the arrays against river's objects
+
+
+class RiverMixedNB:
+    """The mixed naive Bayes as river's own objects compose it (how :class:`MixedNB` was
+    built before it kept the statistics in arrays): the reference of the tests below."""
+
+    def __init__(self) -> None:
+        self.numeric = compose.SelectType(numbers.Number)
+        self.categorical = compose.SelectType(str) | preprocessing.OneHotEncoder(drop_zeros=True)
+        self.gaussian = PointMassGaussianNB()
+        self.multinomial = naive_bayes.MultinomialNB(alpha=1.0)
+
+    def learn_one(self, x: dict, y: str) -> None:
+        self.gaussian.learn_one(self.numeric.transform_one(x), y)
+        self.multinomial.learn_one(self.categorical.transform_one(x), y)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        jll = self.gaussian.joint_log_likelihood(self.numeric.transform_one(x))
+        if not jll:
+            return {}
+        tokens = self.categorical.transform_one(x)
+        if tokens and self.multinomial.n_terms:
+            categorical = self.multinomial.joint_log_likelihood(tokens)
+            for label in jll:
+                jll[label] += categorical[label] - math.log(self.multinomial.p_class(label))
+        top = max(jll.values())
+        weights = {label: math.exp(ll - top) for label, ll in jll.items()}
+        total = sum(weights.values())
+        return {label: w / total for label, w in weights.items()}
+
+
+def _wide_stream(n: int, seed: int = 5) -> list[tuple[dict, str]]:
+    """Five classes, six real features, twenty 0/1 indicators, ints, bools, a str, a
+    feature sometimes absent: the numpy path (26 x 5 > SMALL)."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        y = rng.choice("ABCDE")
+        shift = "ABCDE".index(y)
+        x: dict = {f"r{j}": rng.gauss(shift * (j % 3) / 2, 1.0 + j / 4) for j in range(6)}
+        x |= {f"b{j}": float(rng.random() < 0.1 + 0.15 * (shift == j % 5)) for j in range(20)}
+        x["count"] = rng.randint(0, 3 + shift)
+        x["flag"] = rng.random() < 0.2 * shift
+        x["kind"] = rng.choice(["u", "v"] if shift < 3 else ["v", "w"])
+        if rng.random() < 0.1:
+            del x["r1"]
+        rows.append((x, y))
+    return rows
+
+
+def test_state_is_rivers_to_the_last_bit_and_predictions_agree() -> None:
+    ours, river = MixedNB(), RiverMixedNB()
+    exact = 0
+    for x, y in _wide_stream(1500):
+        got, want = ours.predict_proba_one(x), river.predict_proba_one(x)
+        assert list(got) == list(want)
+        assert argmax(got) == argmax(want)
+        assert all(got[c] == pytest.approx(want[c], rel=1e-12, abs=1e-300) for c in want)
+        exact += got == want
+        ours.learn_one(x, y)
+        river.learn_one(x, y)
+    table = ours.gaussians
+    for c, row in ours._rows.items():
+        for feature, col in table.columns.items():
+            var = river.gaussian.gaussians[c][feature]._var
+            assert table.count[row, col] == var.mean.n
+            assert table.mean[row, col] == var.mean._mean  # bit for bit
+            assert table.m2[row, col] == var._S
+    assert exact < 1500  # numpy's exp and log: not every probability to the last bit
+
+
+def test_a_small_model_gives_rivers_probabilities_to_the_last_bit() -> None:
+    ours, river = MixedNB(), RiverMixedNB()
+    for x, y in _indicator_stream(600):
+        small = {"t": x["t"], "b0": x["b0"], "lag": "up" if x["t"] > 0.7 else "down"}
+        assert ours.predict_proba_one(small) == river.predict_proba_one(small)
+        ours.learn_one(small, y)
+        river.learn_one(small, y)
+
+
+def test_a_near_tie_is_decided_by_the_scalar_formula() -> None:
+    """Two classes with mirrored data: their log-likelihoods tie exactly at the centre, and
+    the numpy sums (other rounding) must not pick a side; the tie goes to the smaller label."""
+    ours, river = MixedNB(), RiverMixedNB()
+    rng = random.Random(1)
+    for _ in range(200):
+        v = [rng.gauss(0.0, 1.0) for _ in range(30)]
+        for y, sign in (("P", 1.0), ("N", -1.0)):
+            x = {f"f{j}": 1.0 + sign * v[j] for j in range(30)}
+            ours.learn_one(x, y)
+            river.learn_one(x, y)
+    centre = {f"f{j}": 1.0 for j in range(30)}
+    want = river.predict_proba_one(centre)
+    assert ours.predict_proba_one(centre) == want
+    assert ours.predict_labels_batch([centre, centre]) == [argmax(want)] * 2 == ["N", "N"]
+
+
+def test_batches_rank_as_the_instances_do() -> None:
+    from streameval.pipeline.reeval.rows import FeatureRows
+
+    data = _wide_stream(900, seed=9)
+    model = MixedNB()
+    rows = FeatureRows()
+    for x, y in data[:700]:
+        model.learn_one(x, y)
+    xs = [{k: v for k, v in x.items() if not isinstance(v, str)} for x, _ in data[700:]]
+    batch = rows.batch(xs, [rows.acquire(x) for x in xs])
+    want = [argmax(model.predict_proba_one(x)) for x in xs]
+    assert batch.frame is not None and batch.frame.binary is not None
+    assert int(batch.frame.binary.sum()) == 21  # the 20 indicators and the bool
+    assert model.predict_labels_batch(batch, batch.frame) == want  # buffer frame, indicators
+    assert model.predict_labels_batch(xs) == want  # a frame of the dicts, one feature absent
+
+
+def test_a_pickle_of_the_river_parts_loads_into_the_arrays() -> None:
+    """A checkpoint written when MixedNB held river's objects restores to the same model."""
+    river = RiverMixedNB()
+    data = _wide_stream(400, seed=3)
+    for x, y in data[:300]:
+        river.learn_one(x, y)
+    old = MixedNB.__new__(MixedNB)
+    old.__setstate__({"alpha": 1.0, **vars(river)})
+    restored = pickle.loads(pickle.dumps(old))
+    for x, y in data[300:]:
+        assert argmax(restored.predict_proba_one(x)) == argmax(river.predict_proba_one(x))
+        restored.learn_one(x, y)
+        river.learn_one(x, y)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "n"), [("electricity", None), ("covtype", 100_000), ("airlines", 50_000)]
+)
+def test_the_real_streams_are_predicted_as_by_rivers_objects(
+    name: str, n: int | None, data_dir
+) -> None:
+    ours, river = MixedNB(), RiverMixedNB()
+    compared = 0
+    for inst in load(name, data_dir=data_dir).iter_instances(n):
+        x = clean(inst.x)
+        got, want = ours.predict_proba_one(x), river.predict_proba_one(x)
+        assert argmax(got) == argmax(want), compared
+        if name != "covtype":  # small models: the scalar formula
+            assert got == want, compared
+        ours.learn_one(x, inst.y)
+        river.learn_one(x, inst.y)
+        compared += 1
+    assert compared == (n or 45_312)

@@ -409,3 +409,59 @@ def test_an_experiment_with_the_fast_paths_equals_one_with_the_dict_paths(monkey
     assert fast["overhead"]["n_repredictions"] > 1000
     assert fast == slow
     assert fast_out == slow_out
+
+
+def test_tree_rounds_over_all_leaves_rank_as_river_while_the_tree_grows() -> None:
+    """Rows keep their leaves between rounds (rerouted when the tree splits), all leaves'
+    naive Bayes votes come from one product, majority leaves and close votes are river's."""
+    rnd = random.Random(4)
+    data = []
+    for _ in range(6000):
+        y = rnd.choice("abcd")
+        shift = "abcd".index(y)
+        x = {f"f{j}": rnd.gauss(shift * ((j % 3) - 1), 1.0 + j % 2) for j in range(8)}
+        x |= {f"b{j}": float(rnd.random() < 0.2 + 0.15 * (shift == j)) for j in range(4)}
+        data.append((x, y))
+    learner = RiverClassifier(tree.HoeffdingTreeClassifier(grace_period=20, delta=0.3))
+    buf = PendingBuffer(k=1)
+    for i, (x, _) in enumerate(data[:300]):
+        buf.add(i, at=i, ts=float(i), x=x, labels_seen=0)
+    rounds, leaves_seen, reused = 0, set(), 0
+    for i, (x, y) in enumerate(data):
+        if i % 25 == 24:
+            pending = list(buf)
+            batch = buf.batch(pending)
+            want = [argmax(learner.model.predict_proba_one(m.x)) for m in pending]
+            assert learner.predict_labels_many(batch) == want, i
+            kept = learner._trees._round._leaves
+            reused += sum(1 for m in pending if m.row in kept)
+            leaves_seen.add(learner.model.n_leaves)
+            rounds += 1
+        learner.learn_one(x, y)
+        if i % 9 == 0 and 300 + i // 9 < len(data):  # a new pending instance, an old one leaves
+            j = 300 + i // 9
+            buf.add(j, at=j, ts=float(j), x=data[j][0], labels_seen=0)
+            buf.pop(next(iter(buf)).uid)
+    assert rounds == 240
+    assert max(leaves_seen) >= 6 and len(leaves_seen) >= 4  # rounds across several splits
+    assert learner._trees._round._stable  # every round went through TreeRound
+    assert reused > 0
+
+
+def test_rows_know_their_indicator_columns_and_leave_inexact_integers_to_the_dicts() -> None:
+    rows = FeatureRows()
+    a = rows.acquire({"u": 0.5, "b": 1.0, "c": 0})
+    b = rows.acquire({"u": 1.0, "b": 0.0, "c": True})
+    frame = rows.frame([a, b])
+    assert frame is not None and frame.exact
+    assert dict(zip(frame.index, frame.binary.tolist(), strict=True)) == {
+        "u": False,
+        "b": True,
+        "c": True,
+    }
+    assert rows.frame([b]).index is frame.index  # the same layout objects until it changes
+    c = rows.acquire({"u": 0.0, "b": 2.0, "c": 1})
+    assert rows.frame([a, c]).binary.tolist() == [False, False, True]
+    big = rows.acquire({"u": 0.0, "b": 1.0, "c": 2**53 + 1})
+    assert rows.frame([big]) is None  # a float would round it: the dicts decide
+    assert rows.frame([a, c]) is not None

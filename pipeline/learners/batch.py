@@ -67,6 +67,8 @@ from river.tree.splitter import GaussianSplitter
 from river.tree.splitter.nominal_splitter_classif import NominalSplitterClassif
 from river.utils.norm import normalize_values_in_dict
 from streameval.pipeline.learners.base import argmax, argmax_rows
+from streameval.pipeline.learners.tree_rank import Quadratic
+from streameval.pipeline.learners.tree_round import TreeRound
 
 Proba = dict[Hashable, float]
 
@@ -170,6 +172,13 @@ class NumericFrame:
     odd
         Whether some value is neither a number of a usual type nor a ``str``
         (``None``, a list, a ``Decimal``...): batch code should not guess.
+    binary
+        ``None``, or per column whether every value it holds is 0 or 1 (known to the
+        maker of the frame, e.g. :class:`streameval.pipeline.reeval.rows.FeatureRows`).
+    exact
+        Whether every value is known to be exactly the number of its instance (no
+        integer beyond ``2**53``, which a float may round): set by the maker of the
+        frame; ``False`` means batch code checks.
 
     >>> frame = NumericFrame([{"a": 1.0, "b": "x"}, {"b": "y", "c": 2}])
     >>> frame.index, frame.values.tolist(), frame.present.tolist(), frame.text, frame.odd
@@ -182,6 +191,8 @@ class NumericFrame:
         self.index: dict[str, int] = {}
         self.text: set[str] = set()
         self.odd = False
+        self.binary: np.ndarray | None = None
+        self.exact = False
         self.strings: list[list[tuple[str, str]]] = [[] for _ in xs]
         layouts: dict[_Shape, _Layout] = {}
         last_keys: tuple[str, ...] | None = None
@@ -228,6 +239,8 @@ class NumericFrame:
         text: set[str],
         strings: list[list[tuple[str, str]]],
         odd: bool = False,
+        binary: np.ndarray | None = None,
+        exact: bool = False,
     ) -> NumericFrame:
         """A frame made elsewhere (``values[r, index[f]]`` valid where ``present``),
         e.g. by :class:`streameval.pipeline.reeval.rows.FeatureRows`, which keeps the
@@ -245,6 +258,8 @@ class NumericFrame:
         frame.text = text
         frame.strings = strings
         frame.odd = odd
+        frame.binary = binary
+        frame.exact = exact
         return frame
 
     def _layout(self, shape: _Shape) -> _Layout:
@@ -430,6 +445,12 @@ class _LeafModel:
     #: ``valid`` and the class has a positive weight, as 0.0 / 1.0.
     keep: np.ndarray
     nominal: list[_Nominal]
+    #: The leaf's observers when the model was read (a model whose observers are not the
+    #: leaf's any more is read again, whatever its weights say).
+    observers: list[Any] = field(default_factory=list)
+    #: The votes as a quadratic form (:mod:`~streameval.pipeline.learners.tree_rank`),
+    #: made on demand at the current weights.
+    quad: Quadratic | None = None
 
 
 def _gaussian_params(dist: Any) -> tuple[float, float, float, bool] | None:
@@ -447,6 +468,37 @@ def _gaussian_params(dist: Any) -> tuple[float, float, float, bool] | None:
         if variance > 0.0:
             return var.mean._mean, -2.0 * variance, 0.5 * math.log(variance), True
     return 0.0, -1.0, 0.0, False
+
+
+def _gaussian_column(
+    splitters: Sequence[GaussianSplitter], label: Hashable
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_gaussian_params` of class ``label`` in every observer, as four arrays
+    (the same numbers: the divisions in numpy, the logarithms with ``math``)."""
+    stats = []
+    for splitter in splitters:
+        dist = splitter._att_dist_per_class.get(label)
+        if dist is None:
+            stats.append((0.0, 0.0, 0.0, 1.0))  # n <= ddof: no usable Gaussian
+        elif type(dist) is Gaussian:
+            var = dist._var
+            stats.append((var.mean.n, var.mean._mean, var._S, var.ddof))
+        else:
+            return None
+    n, mean, s, ddof = np.array(stats, dtype=float).reshape(-1, 4).T
+    seen = n > ddof
+    variance = np.divide(s, n - ddof, out=np.zeros(len(n)), where=seen)
+    valid = seen & (variance > 0.0)
+    half_log = [
+        0.5 * math.log(v) if ok else 0.0
+        for v, ok in zip(variance.tolist(), valid.tolist(), strict=True)
+    ]
+    return (
+        np.where(valid, mean, 0.0),
+        np.where(valid, -2.0 * variance, -1.0),
+        np.array(half_log),
+        valid,
+    )
 
 
 def _river(model: Any, x: dict[str, Any]) -> Proba:
@@ -475,12 +527,16 @@ class TreeBatch:
 
     def __init__(self) -> None:
         self._cache: dict[int, _LeafModel] = {}
+        self._round = TreeRound()
 
     def __getstate__(self) -> dict[str, Any]:
         return {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._cache = {}
+        self._round = TreeRound()
+
+    river_proba = staticmethod(_river)
 
     @staticmethod
     def supports(model: Any) -> bool:
@@ -565,11 +621,13 @@ class TreeBatch:
         model: Any,
         xs: Sequence[dict[str, Any]],
         frame: NumericFrame | None = None,
+        key: RowKey | None = None,
     ) -> list[Hashable | None]:
         """``[argmax(p) for p in self.predict(model, xs, frame)]`` for a plain
         Hoeffding tree, ranking each leaf's probability matrix at once
         (:func:`~streameval.pipeline.learners.base.argmax_rows`) instead of making a dict
-        per instance."""
+        per instance. With ``key`` (the rows of a pending buffer's matrix), a round of
+        numeric rows is done by :class:`~streameval.pipeline.learners.tree_round.TreeRound`."""
         if not xs:
             return []
         if (
@@ -578,11 +636,20 @@ class TreeBatch:
             or len(xs) > self.chunk
         ):
             return [argmax(p) for p in self.predict(model, xs, frame)]
+        if key is not None:
+            ranked = self._round.labels(self, model, xs, frame, key)
+            if ranked is not None:
+                return ranked
         frames = LazyFrame(xs, frame)
         groups = self._groups(model, xs) if frame is None else self._groups_frame(model, xs, frame)
         template = {c: 0.0 for c in sorted(model.classes)}
         out: list[Hashable | None] = [None] * len(xs)
         for leaf, rows in groups.values():
+            ranked = self._rank_naive_bayes(model, leaf, rows, frames)
+            if ranked is not None:
+                for i, label in zip(rows, ranked, strict=True):
+                    out[i] = label if label is not None else argmax(_river(model, xs[i]))
+                continue
             answer = self._plain_leaf(model, leaf, rows, xs, frames, log=True)
             if answer is None:
                 for i in rows:
@@ -617,6 +684,47 @@ class TreeBatch:
                 out[i] = label
         self._trim(groups)
         return out
+
+    def _rank_naive_bayes(
+        self, model: Any, leaf: Any, rows: list[int], frames: LazyFrame
+    ) -> list[Hashable | None] | None:
+        """The most probable class of ``rows`` at a naive Bayes leaf whose observers are all
+        Gaussian, from the votes as a quadratic form (:class:`Quadratic`); ``None`` for a
+        row left to river (two classes too close), or for all of them (``None``) when the
+        leaf is not such a leaf."""
+        if not self._is_naive(model, leaf) or not leaf.stats or sum(leaf.stats.values()) == 0:
+            return None
+        lm = self._leaf_model(leaf)
+        if lm is None or lm.nominal or not len(lm.gauss_features):
+            return None
+        frame = frames.frame
+        if frame.odd or any(f in frame.text for f in lm.gauss_features):
+            return None
+        cols = np.array([frame.index.get(f, -1) for f in lm.gauss_features], dtype=np.intp)
+        known = cols >= 0
+        index = np.array(rows, dtype=np.intp)[:, None]
+        safe = np.where(known, cols, 0)[None, :]
+        present = frame.present[index, safe] & known[None, :]
+        values = frame.values[index, safe]
+        if not frame.exact and (np.abs(values[present]) >= 2.0**53).any():
+            return None  # a big int: river computes with it exactly, a float may not
+        if lm.quad is None or lm.quad.weights != lm.weights:
+            lm.quad = Quadratic.of(lm.mu, lm.minus_two_var, lm.half_log_var, lm.keep, lm.weights)
+        best, clear = lm.quad.rank(lm.prior, values, present)
+        classes = lm.classes
+        return [
+            classes[b] if c else None for b, c in zip(best.tolist(), clear.tolist(), strict=True)
+        ]
+
+    @staticmethod
+    def _is_naive(model: Any, leaf: Any) -> bool:
+        """Whether ``leaf`` predicts with naive Bayes (river's rule for its leaf type)."""
+        kind = type(leaf)
+        if kind is LeafNaiveBayes:
+            return bool(leaf.is_active() and leaf.total_weight >= model.nb_threshold)
+        if kind is LeafNaiveBayesAdaptive:
+            return bool(leaf.is_active() and leaf._nb_correct_weight >= leaf._mc_correct_weight)
+        return False
 
     def _groups(self, model: Any, xs: Sequence[dict[str, Any]]) -> dict[int, tuple[Any, list[int]]]:
         """The rows of ``xs`` per leaf of a plain tree (leaves in order of first use)."""
@@ -672,7 +780,7 @@ class TreeBatch:
             else:
                 present = frame.present[rows, col]
                 values = frame.values[rows, col]
-                if (np.abs(values[present]) >= 2.0**53).any():
+                if not frame.exact and (np.abs(values[present]) >= 2.0**53).any():
                     # a big int: river compares it exactly, a float may not
                     for i in rows.tolist():
                         leaf = self._route(node, xs[i], common)
@@ -888,7 +996,12 @@ class TreeBatch:
         weights = tuple(leaf.stats.values())
         layout = (id(leaf.splitters), len(splitters), classes)
         cached = self._cache.get(id(leaf))
-        if cached is None or cached.leaf is not leaf or cached.layout != layout:
+        if (
+            cached is None
+            or cached.leaf is not leaf
+            or cached.layout != layout
+            or not all(map(operator.is_, cached.observers, splitters.values()))
+        ):
             cached = self._build_leaf_model(leaf, layout)
             if cached is None:
                 return None
@@ -897,18 +1010,16 @@ class TreeBatch:
             changed = [
                 j for j, (w, v) in enumerate(zip(weights, cached.weights, strict=True)) if w != v
             ]
-            for g, splitter in enumerate(cached.gauss_splitters):
-                dists = splitter._att_dist_per_class
-                for j in changed:
-                    params = _gaussian_params(dists.get(classes[j]))
-                    if params is None:
-                        return None
-                    (
-                        cached.mu[g, j, 0],
-                        cached.minus_two_var[g, j, 0],
-                        cached.half_log_var[g, j, 0],
-                        cached.valid[g, j, 0],
-                    ) = params
+            for j in changed:
+                column = _gaussian_column(cached.gauss_splitters, classes[j])
+                if column is None:
+                    return None
+                (
+                    cached.mu[:, j, 0],
+                    cached.minus_two_var[:, j, 0],
+                    cached.half_log_var[:, j, 0],
+                    cached.valid[:, j, 0],
+                ) = column
             for nominal in cached.nominal:
                 nominal.cache.clear()
         else:
@@ -968,6 +1079,7 @@ class TreeBatch:
             valid=table[:, :, 3].reshape(shape).astype(bool),
             keep=np.zeros(shape),
             nominal=nominal,
+            observers=list(splitters.values()),
         )
 
     @staticmethod

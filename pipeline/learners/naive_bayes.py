@@ -1,4 +1,4 @@
-"""Naive Bayes for mixed numeric and categorical features, from river's parts.
+"""Naive Bayes for mixed numeric and categorical features: river's model, in arrays.
 
 River's ``GaussianNB`` models every feature with a normal density. Fed with
 one-hot encoded categories it goes badly wrong: an indicator that is constant
@@ -9,11 +9,11 @@ with a tiny but positive variance, gets a huge density. On Electricity with
 one lag feature (``ta:nb``) this drives the accuracy below 45 %, under the
 Majority baseline.
 
-:class:`MixedNB` keeps river's ``GaussianNB`` for the numeric features and
+:class:`MixedNB` models the numeric features as river's ``GaussianNB`` does and
 gives the ``str`` features a categorical likelihood instead: river's
 ``MultinomialNB`` (Laplace smoothing ``alpha``) over their one-hot tokens
-(river's ``OneHotEncoder`` without the zeros). With every instance carrying
-the same number of categorical features, the multinomial over the tokens is
+(what river's ``OneHotEncoder(drop_zeros=True)`` makes of them). With every instance
+carrying the same number of categorical features, the multinomial over the tokens is
 the product of one categorical distribution per feature, as in the naive
 Bayes of MOA used by ``temporal-dependence-evaluation-journal.txt`` (sect.
 6.2). Both parts include the class prior, so one copy is taken out:
@@ -27,91 +27,57 @@ after its floor), so a class loses ``log(1e9)`` per such column *even when the v
 matches*, and on Covertype ``nb`` collapses onto one class. MOA's ``GaussianEstimator``
 (``probabilityDensity``: a standard deviation of 0 gives 1 where the value equals the
 mean, 0 elsewhere), which the papers' naive Bayes uses, treats the class's values as a
-point mass; :class:`PointMassGaussianNB` does the same, keeping river's ``1e-9`` floor, so
-a value off the point costs ``log(1e-9)`` as before. With every class's variance positive
-the answer is river's ``GaussianNB``'s (to rounding).
+point mass; :class:`PointMassGaussianNB` (river's classes) and :class:`MixedNB` do the
+same, keeping river's ``1e-9`` floor, so a value off the point costs ``log(1e-9)``.
 
-:meth:`MixedNB.predict_proba_batch` computes the same probabilities for many
-instances with numpy: the Gaussian parameters are read once per call, the
-densities of all instances, classes and features are computed at once, and
-features absent from an instance are left out of its sum, as
-``GaussianNB.joint_log_likelihood`` does. The densities go through numpy's
-``exp`` and ``log``, which may differ from ``math``'s in the last bit, so the
-probabilities agree with :meth:`MixedNB.predict_proba_one` to about ``1e-15``
-relative; everything else (the categorical part, the normalisation) is done
-with the same operations in the same order.
+The numeric part lives in a :class:`~streameval.pipeline.learners.gaussians.GaussianTable`:
+the statistics river's per-feature objects hold, updated with river's formulas, so the
+model's state is exactly :class:`PointMassGaussianNB`'s. Predictions:
+
+* a small model (features x classes at most :data:`SMALL`) is computed with river's
+  scalar formula, to the last bit what :class:`PointMassGaussianNB` gives (faster than
+  numpy's per-call cost at that size);
+* a larger one with numpy (Covertype: 54 features x 7 classes), whose ``exp`` and
+  ``log`` may differ from ``math``'s in the last bit: the probabilities agree with the
+  scalar formula to about ``1e-15``, and the most probable class is the same. Where the
+  two best classes are closer than the numpy sums' error bound (times a margin), the
+  instance is computed again with the scalar formula;
+* a batch (:meth:`MixedNB.predict_labels_batch`, re-evaluation rounds) the same way,
+  the near ties of the batch again with the scalar formula.
+
+>>> model = MixedNB()
+>>> for x, y in [({"t": 1.0, "lag": "UP"}, "UP"), ({"t": 1.1, "lag": "UP"}, "UP"),
+...              ({"t": 0.9, "lag": "DOWN"}, "DOWN"), ({"t": 1.2, "lag": "DOWN"}, "DOWN")]:
+...     model.learn_one(x, y)
+>>> reference = PointMassGaussianNB()
+>>> for t, y in [(1.0, "UP"), (1.1, "UP"), (0.9, "DOWN"), (1.2, "DOWN")]:
+...     reference.learn_one({"t": t}, y)
+>>> model.predict_proba_one({"t": 1.05}) == reference.predict_proba_one({"t": 1.05})
+True
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-from river import base, compose, naive_bayes, preprocessing
-from streameval.pipeline.learners.batch import (
-    NumericFrame,
-    RowKey,
-    argmax_log_rows,
-    exp_list,
-    row_sums,
-    scratch,
-)
+from river import base, naive_bayes
+from streameval.pipeline.learners.base import argmax
+from streameval.pipeline.learners.batch import CLEAR_GAP, NumericFrame
+from streameval.pipeline.learners.gaussian_rows import row_sums
+from streameval.pipeline.learners.gaussians import PDF_EPS, GaussianTable
 
-#: River's ``GaussianNB`` adds this to every density before taking its log.
-PDF_EPS = 10e-10
-LOG_PDF_EPS = math.log(PDF_EPS)
-LOG_ONE_EPS = math.log(1.0 + PDF_EPS)
-SQRT_TAU = math.sqrt(2.0 * math.pi)
+#: Models with at most this many (numeric feature, class) pairs are computed with the
+#: scalar formula only.
+SMALL = 64
 
-
-class _RowSums:
-    """Per row of a pending buffer's feature matrix and per class, the numeric
-    log-likelihood sum last computed, and at which class count.
-
-    ``GaussianNB`` changes the Gaussians of class ``c`` only when it learns an
-    instance of ``c`` (which adds one to ``class_counts[c]``), so a sum made at
-    the current count of its class, for the same row contents (``stamps``, see
-    :class:`~streameval.pipeline.reeval.rows.FeatureRows`), is exactly what computing it
-    again would give. With ``K`` labels between two predictions of a pending
-    instance, only the classes among those labels are computed again.
-    """
-
-    def __init__(self, source: int, features: tuple[str, ...]) -> None:
-        self.source = source
-        self.features = features
-        self.column: dict[Hashable, int] = {}
-        self.sums = np.zeros((0, 0))
-        self.counts = np.zeros((0, 0), dtype=np.int64)
-        self.stamps = np.zeros(0, dtype=np.int64)
-
-    def columns(self, classes: Sequence[Hashable], n_rows: int) -> np.ndarray:
-        """The columns of ``classes`` (new ones added), with room for ``n_rows`` rows."""
-        for c in classes:
-            if c not in self.column:
-                self.column[c] = len(self.column)
-        rows, width = self.sums.shape
-        need_rows, need_width = max(rows, n_rows), max(width, len(self.column))
-        if (need_rows, need_width) != (rows, width):
-            need_rows = max(need_rows, 2 * rows)
-            sums = np.zeros((need_rows, need_width))
-            counts = np.full((need_rows, need_width), -1, dtype=np.int64)
-            stamps = np.full(need_rows, -1, dtype=np.int64)
-            sums[:rows, :width] = self.sums
-            counts[:rows, :width] = self.counts
-            stamps[:rows] = self.stamps
-            self.sums, self.counts, self.stamps = sums, counts, stamps
-        return np.array([self.column[c] for c in classes], dtype=np.intp)
-
-
-def _normalise(jll: np.ndarray) -> np.ndarray:
-    """Rows of joint log-likelihoods to probabilities, as :meth:`MixedNB.predict_proba_one`
-    does: ``exp(ll - max) / sum``."""
-    top = jll.max(axis=1)
-    weights = exp_list(jll - top[:, None])
-    return weights / row_sums(weights)[:, None]
+#: Integers beyond this are not all exact as ``float``: such an instance is computed with
+#: the scalar formula, which compares them with the means as river does.
+_EXACT_INT = 2**53
 
 
 class PointMassGaussianNB(naive_bayes.GaussianNB):
@@ -119,7 +85,8 @@ class PointMassGaussianNB(naive_bayes.GaussianNB):
 
     A class in which a feature has been seen (once, or always with the same value) has
     the density 1 at that value and 0 elsewhere (MOA ``GaussianEstimator``); river would
-    give 0 everywhere. Both then add river's floor of ``1e-9`` before the log.
+    give 0 everywhere. Both then add river's floor of ``1e-9`` before the log. This is the
+    reference :class:`MixedNB` is tested against.
 
     >>> model = PointMassGaussianNB()
     >>> for x, y in [(0.0, "A"), (0.0, "A"), (0.0, "B"), (1.0, "B")]:
@@ -141,6 +108,36 @@ def _is_point(var: Any) -> bool:
     return n > 0 and (n <= var.ddof or var._S / (n - var.ddof) <= 0.0)
 
 
+class _Instance:
+    """An instance split as :class:`MixedNB` reads it: the numeric features (keys, values
+    as given, and as floats), the one-hot tokens of the ``str`` features, and whether
+    only the scalar formula may be used (a value numpy would not read as river does)."""
+
+    __slots__ = ("floats", "keys", "scalar_only", "tokens", "values")
+
+    def __init__(self, x: dict[str, Any]) -> None:
+        values = list(x.values())
+        kinds = set(map(type, values))
+        self.tokens: dict[str, int] = {}
+        self.scalar_only = False
+        if kinds <= {float, int}:
+            self.keys: tuple[Hashable, ...] = tuple(x)
+            self.values: list[Any] = values
+            if int in kinds:
+                self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in values)
+        else:
+            # river's SelectType(numbers.Number), and SelectType(str) | OneHotEncoder
+            pairs = [(k, v) for k, v in x.items() if isinstance(v, numbers.Number)]
+            self.keys = tuple(k for k, _ in pairs)
+            self.values = [v for _, v in pairs]
+            self.tokens = {f"{k}_{v}": 1 for k, v in x.items() if isinstance(v, str)}
+            self.scalar_only = any(
+                not isinstance(v, (float, int)) or (type(v) is int and abs(v) > _EXACT_INT)
+                for v in self.values
+            )
+        self.floats = np.array(self.values, dtype=float) if not self.scalar_only else None
+
+
 class MixedNB(base.Classifier):
     """Gaussian naive Bayes on numbers, categorical naive Bayes on strings.
 
@@ -155,38 +152,114 @@ class MixedNB(base.Classifier):
 
     def __init__(self, alpha: float = 1.0) -> None:
         self.alpha = alpha
-        self.numeric = compose.SelectType(numbers.Number)
-        self.categorical = compose.SelectType(str) | preprocessing.OneHotEncoder(drop_zeros=True)
-        self.gaussian = PointMassGaussianNB()
+        self.class_counts: collections.Counter[Hashable] = collections.Counter()
+        self.gaussians = GaussianTable()
         self.multinomial = naive_bayes.MultinomialNB(alpha=alpha)
+        self._rows: dict[Hashable, int] = {}  # the table row of each class
+        # the last layout: keys, number of columns then, their columns, none of them -1
+        self._layout: tuple[tuple[Hashable, ...], int, np.ndarray | slice, bool] | None = None
+
+    # -- learning ---------------------------------------------------------------------------
 
     def learn_one(self, x: dict[str, Any], y: Hashable) -> None:
-        self.gaussian.learn_one(self.numeric.transform_one(x), y)
-        self.multinomial.learn_one(self.categorical.transform_one(x), y)
+        row = self._rows.get(y)
+        if row is None:
+            row = self._rows[y] = self.gaussians.add_class()
+        self.class_counts[y] += 1
+        inst = _Instance(x)
+        if inst.keys:
+            values = inst.floats
+            if values is None:
+                values = np.array([float(v) for v in inst.values])
+            self.gaussians.learn(row, self._columns(inst.keys, learn=True), values)
+        self.multinomial.learn_one(inst.tokens, y)
+
+    def _columns(self, keys: tuple[Hashable, ...], *, learn: bool = False) -> np.ndarray | slice:
+        """The table columns of ``keys`` (a slice when they are all the columns in order);
+        ``learn``: new features get columns, else they are ``-1``. The last answer is kept."""
+        table = self.gaussians
+        layout = self._layout
+        fresh = layout is not None and layout[0] == keys and layout[1] == table.n_features
+        if fresh and (layout[3] or not learn):  # type: ignore[index]
+            return layout[2]  # type: ignore[index]
+        cols = table.columns_for(keys) if learn else table.columns_of(keys)
+        found: np.ndarray | slice = cols
+        if len(cols) == table.n_features and (cols == np.arange(len(cols))).all():
+            found = slice(0, len(cols))
+        self._layout = (keys, table.n_features, found, learn or bool((cols >= 0).all()))
+        return found
+
+    # -- one instance -----------------------------------------------------------------------
 
     def predict_proba_one(self, x: dict[str, Any]) -> dict[Hashable, float]:
-        jll = self.gaussian.joint_log_likelihood(self.numeric.transform_one(x))
-        if not jll:
+        if not self.class_counts:
             return {}
-        tokens = self.categorical.transform_one(x)
-        if tokens and self.multinomial.n_terms:  # no token learned yet: nothing to tell apart
-            categorical = self.multinomial.joint_log_likelihood(tokens)
-            for label in jll:
-                jll[label] += categorical[label] - math.log(self.multinomial.p_class(label))
-        # Normalised here rather than with scipy's logsumexp: same result, half the time.
-        top = max(jll.values())
-        weights = {label: math.exp(ll - top) for label, ll in jll.items()}
-        total = sum(weights.values())
-        return {label: w / total for label, w in weights.items()}
+        inst = _Instance(x)
+        classes = list(self.class_counts)
+        categorical = self._categorical(inst.tokens, classes)
+        if inst.scalar_only or len(inst.keys) * len(classes) <= SMALL:
+            return self._exact_proba(inst, classes, categorical)
+        assert inst.floats is not None
+        numeric = self.gaussians.sums(self._columns(inst.keys), inst.floats)
+        jll = (self._log_prior(classes) + numeric).tolist()
+        if categorical is not None:
+            jll = [ll + c for ll, c in zip(jll, categorical, strict=True)]
+        if not self._clear(jll, len(inst.keys)):
+            return self._exact_proba(inst, classes, categorical)
+        return _normalise(dict(zip(classes, jll, strict=True)))
 
-    #: At most this many instances are put into one array at a time.
-    chunk = 2048
+    def _exact_proba(
+        self, inst: _Instance, classes: list[Hashable], categorical: list[float] | None
+    ) -> dict[Hashable, float]:
+        """River's ``joint_log_likelihood`` (+ the categorical part), normalised, with
+        ``math`` throughout: :class:`PointMassGaussianNB`'s numbers to the last bit."""
+        rows = [self._rows[c] for c in classes]
+        sums = self.gaussians.exact_sums(rows, inst.keys, inst.values)
+        total = sum(self.class_counts.values())
+        jll = {
+            c: math.log(self.class_counts[c] / total) + s
+            for c, s in zip(classes, sums, strict=True)
+        }
+        if categorical is not None:
+            for c, extra in zip(classes, categorical, strict=True):
+                jll[c] += extra
+        return _normalise(jll)
+
+    def _categorical(self, tokens: dict[str, int], classes: list[Hashable]) -> list[float] | None:
+        """What the tokens add to each class: the multinomial log-likelihood less its
+        prior; ``None`` when there are no tokens or none was ever learned (no vocabulary,
+        nothing to tell apart)."""
+        mnb = self.multinomial
+        if not tokens or not mnb.n_terms:
+            return None
+        ll = mnb.joint_log_likelihood(tokens)
+        return [ll[c] - math.log(mnb.p_class(c)) for c in classes]
+
+    def _log_prior(self, classes: list[Hashable]) -> np.ndarray:
+        total = sum(self.class_counts.values())
+        return np.array([math.log(self.class_counts[c] / total) for c in classes])
+
+    def _clear(self, jll: list[float], n_features: int) -> bool:
+        """Whether the best class of ``jll`` (numpy sums) is the best of the exact sums."""
+        if len(jll) < 2:
+            return all(map(math.isfinite, jll))
+        second, top = sorted(jll)[-2:]
+        if not (math.isfinite(top) and math.isfinite(second)):
+            return False
+        return top - second > self._tolerance(abs(top), n_features)
+
+    def _tolerance(self, magnitude: Any, n_features: int) -> Any:
+        """The gap above which a numpy ranking is the exact one (see the module docs)."""
+        bound = self.gaussians.error_bound(n_features)
+        return np.maximum(CLEAR_GAP * np.maximum(1.0, magnitude), bound)
+
+    # -- batches ----------------------------------------------------------------------------
 
     def predict_proba_batch(
         self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None
     ) -> list[dict[Hashable, float]]:
-        """``[self.predict_proba_one(x) for x in xs]``, computed with numpy;
-        ``frame``, if given, must be ``NumericFrame(xs)``.
+        """``[self.predict_proba_one(x) for x in xs]``, computed with numpy for a larger
+        model; ``frame``, if given, must be ``NumericFrame(xs)``.
 
         Not river's ``predict_proba_many`` (which takes a DataFrame).
 
@@ -197,202 +270,81 @@ class MixedNB(base.Classifier):
         ...              ({"t": 1.5, "d": "a"}, "u")]:
         ...     model.learn_one(x, y)
         >>> xs = [{"t": 1.2, "d": "b"}, {"d": "a"}, {"t": 1.9}, {}]
-        >>> batch = model.predict_proba_batch(xs)
-        >>> loop = [model.predict_proba_one(x) for x in xs]
-        >>> all(b.keys() == o.keys() and all(abs(b[c] - o[c]) < 1e-12 for c in b)
-        ...     for b, o in zip(batch, loop))
+        >>> model.predict_proba_batch(xs) == [model.predict_proba_one(x) for x in xs]
         True
         """
-        if not self.gaussian.class_counts:
+        if not self.class_counts:
             return [{} for _ in xs]
-        if not xs:
-            return []
-        table = self.predict_proba_table(xs, frame)
+        table = self._batch_log_likelihoods(xs, frame)
         if table is None:
-            return [self.predict_proba_one(x) for x in xs]  # let river produce its nan/inf
-        classes, probas = table
-        return [dict(zip(classes, row, strict=True)) for row in probas.tolist()]
-
-    def predict_proba_table(
-        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None = None
-    ) -> tuple[list[Hashable], np.ndarray] | None:
-        """The classes and the ``(n, K)`` probability matrix of
-        :meth:`predict_proba_batch` (row ``r`` is its dict for ``xs[r]``);
-        ``None`` when the batch code leaves the answer to
-        :meth:`predict_proba_one` (an odd value, a nan or an infinity)."""
-        table = self._log_likelihood_table(xs, frame)
-        if table is None:
-            return None
-        classes, jll = table
-        return classes, _normalise(jll)
+            return [self.predict_proba_one(x) for x in xs]
+        classes, jll, clear = table
+        out = []
+        for r, row in enumerate(jll.tolist()):
+            if clear[r]:
+                out.append(_normalise(dict(zip(classes, row, strict=True))))
+            else:
+                out.append(self._exact_proba(_Instance(xs[r]), classes, self._cat_of(xs[r])))
+        return out
 
     def predict_labels_batch(
         self,
         xs: Sequence[dict[str, Any]],
         frame: NumericFrame | None = None,
-        key: RowKey | None = None,
+        key: Any = None,
     ) -> list[Hashable | None] | None:
-        """The most probable class of each instance (``argmax`` of
-        :meth:`predict_proba_table`'s rows), normalising only the rows where
-        the two best classes are close
-        (:func:`~streameval.pipeline.learners.batch.argmax_log_rows`);
-        ``None`` when :meth:`predict_proba_table` is ``None``. ``key``: the rows
-        of ``xs`` in the pending buffer's feature matrix, whose per-class sums
-        are then reused (:meth:`_numeric_log_likelihoods`)."""
-        table = self._log_likelihood_table(xs, frame, key)
+        """The most probable class of each instance, ``argmax`` of
+        :meth:`predict_proba_one` (ties to the smallest label): ranked on the numpy sums,
+        and with the scalar formula where two classes are close. ``key`` (the rows of a
+        pending buffer's matrix) is not needed."""
+        if not self.class_counts:
+            return [None] * len(xs)
+        table = self._batch_log_likelihoods(xs, frame, small_too=True)
         if table is None:
             return None
-        return argmax_log_rows(*table, _normalise)
+        classes, jll, clear = table
+        labels = list(map(classes.__getitem__, np.argmax(jll, axis=1).tolist()))
+        if not clear.all():
+            for r in np.flatnonzero(~clear).tolist():
+                exact = self._exact_proba(_Instance(xs[r]), classes, self._cat_of(xs[r]))
+                labels[r] = argmax(exact)
+        return labels
 
-    def _log_likelihood_table(
-        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None, key: RowKey | None = None
-    ) -> tuple[list[Hashable], np.ndarray] | None:
-        """The classes and the joint log-likelihoods ``(n, K)``, finite, or ``None``."""
-        counts = self.gaussian.class_counts
-        if not counts:
-            return [], np.zeros((len(xs), 0))
-        if not xs:
-            return list(counts), np.zeros((0, len(counts)))
+    def _cat_of(self, x: dict[str, Any]) -> list[float] | None:
+        tokens = {f"{k}_{v}": 1 for k, v in x.items() if isinstance(v, str)}
+        return self._categorical(tokens, list(self.class_counts))
+
+    def _batch_log_likelihoods(
+        self, xs: Sequence[dict[str, Any]], frame: NumericFrame | None, small_too: bool = False
+    ) -> tuple[list[Hashable], np.ndarray, np.ndarray] | None:
+        """The classes, the joint log-likelihoods ``(n, K)`` from numpy and which rows
+        rank their best class as the exact sums do; ``None`` when numpy is not used (a
+        small model unless ``small_too``, an odd value in the batch)."""
+        classes = list(self.class_counts)
         if frame is None:
             frame = NumericFrame(xs)
-        if frame.odd or set(self.multinomial.class_counts) != set(counts):
+        if frame.odd or (not small_too and len(frame.index) * len(classes) <= SMALL):
             return None
-        classes = list(counts)
-        total = sum(counts.values())
-        prior = np.array([math.log(counts[c] / total) for c in classes])
-        numeric = self._numeric_log_likelihoods(frame, classes, key)
-        jll = prior + numeric
+        if not frame.exact and frame.values.size and np.abs(frame.values).max() > _EXACT_INT:
+            return None  # maybe an int that is not exact as a float: the scalar formula
+        jll = row_sums(self.gaussians, frame)
+        jll += self._log_prior(classes)
         jll = self._add_categorical(jll, frame, classes)
-        if not np.isfinite(jll).all():
-            return None
-        return classes, jll
-
-    def _numeric_log_likelihoods(
-        self, frame: NumericFrame, classes: list[Hashable], key: RowKey | None = None
-    ) -> np.ndarray:
-        """``sum`` over the numeric features of each instance of river's
-        ``log(1e-9 + pdf)``, shape ``(n, K)``.
-
-        With ``key`` (the batch's rows in the pending buffer's feature matrix),
-        the sums are kept per row and class and only those of the classes
-        learned since a row was last predicted are computed again (see
-        :class:`_RowSums`).
-        """
-        n, k = frame.values.shape[0], len(classes)
-        features = tuple(frame.index)
-        if not features:
-            return np.zeros((n, k))
-        mean, sigma = self._gaussian_parameters(features, tuple(classes))
-        if key is None:
-            return self._numeric_block(frame.values, frame.present, mean, sigma)
-        cache = self.__dict__.get("_row_sums")
-        if (
-            not isinstance(cache, _RowSums)
-            or cache.source != key.source
-            or (cache.features != features)
-        ):
-            cache = self.__dict__["_row_sums"] = _RowSums(key.source, features)
-        counts = np.array([self.gaussian.class_counts[c] for c in classes], dtype=np.int64)
-        cols = cache.columns(classes, int(key.rows.max()) + 1)
-        rows = key.rows
-        new = cache.stamps[rows] != key.stamps  # rows never computed with these contents
-        stale = cache.counts[rows[:, None], cols[None, :]] != counts[None, :]  # (n, K)
-        stale[new] = True
-        # Two blocks: the new rows, every class (an instance's first round); the others,
-        # the classes learned since their last round (the same for all of them: the rows
-        # of a round were last predicted together, K labels ago).
-        for need_r in (np.flatnonzero(new), np.flatnonzero(~new & stale.any(axis=1))):
-            if not len(need_r):
-                continue
-            need_c = np.flatnonzero(stale[need_r].any(axis=0))
-            block = self._numeric_block(
-                frame.values[need_r], frame.present[need_r], mean[:, need_c], sigma[:, need_c]
-            )
-            where_r, where_c = rows[need_r][:, None], cols[need_c][None, :]
-            cache.sums[where_r, where_c] = block
-            cache.counts[where_r, where_c] = counts[need_c][None, :]
-        cache.stamps[rows[new]] = key.stamps[new]
-        return cache.sums[rows[:, None], cols[None, :]]
-
-    def _numeric_block(
-        self, values_: np.ndarray, present_: np.ndarray, mean: np.ndarray, sigma: np.ndarray
-    ) -> np.ndarray:
-        """The sums of :meth:`_numeric_log_likelihoods` for rows ``values_`` (with
-        ``present_``) and the classes of ``mean`` and ``sigma`` (``(F, K, 1)``)."""
-        n, k, f = values_.shape[0], mean.shape[1], mean.shape[0]
-        out = np.empty((n, k))
-        for start in range(0, n, self.chunk):
-            stop = min(n, start + self.chunk)
-            values = values_[start:stop].T[:, None, :]  # (F, 1, rows)
-            ll = scratch("mixed-nb", (f, k, stop - start))
-            # River: log(1e-9 + exp(-0.5 * z * z) / sqrt(2 pi) / sigma), z = (x - mu) / sigma.
-            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-                np.subtract(values, mean, out=ll)
-                np.divide(ll, sigma, out=ll)
-                np.multiply(ll, ll, out=ll)
-                np.multiply(ll, -0.5, out=ll)  # exact: -0.5 * (z * z) == (-0.5 * z) * z
-                np.exp(ll, out=ll)
-                np.divide(ll, SQRT_TAU, out=ll)
-                np.divide(ll, sigma, out=ll)
-                np.add(ll, PDF_EPS, out=ll)
-                np.log(ll, out=ll)
-            point = sigma == 0.0  # (F, K, 1): a point mass (z is 0 / 0 or x / 0 there)
-            if point.any():
-                hit = np.where(values == mean, LOG_ONE_EPS, LOG_PDF_EPS)
-                np.copyto(ll, hit, where=point)
-            present = present_[start:stop].T
-            if not present.all():
-                np.multiply(ll, present[:, None, :], out=ll)  # absent features add nothing
-            if k * (stop - start) == 1:
-                # numpy would sum a lone column pairwise; every other shape (and river)
-                # adds the features one after the other: so does this
-                out[start:stop] = sum(ll.ravel().tolist())
-            else:
-                out[start:stop] = np.add.reduce(ll, axis=0).T
-        return out
-
-    def _gaussian_parameters(
-        self, features: tuple[str, ...], classes: tuple[Hashable, ...]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and standard deviation of each feature's Gaussian in each class,
-        ``(F, K, 1)`` arrays; a class without a Gaussian for a feature gets sigma
-        ``inf``: ``z = 0 / inf`` and a density of 0, so ``log(1e-9)`` as in river; a
-        class whose values of the feature are all equal gets sigma 0, their value as
-        the mean, and :meth:`_numeric_block` gives it the point mass of
-        :class:`PointMassGaussianNB`.
-
-        Kept between calls: learning an instance changes the count of its class
-        and the Gaussians of that class only, so only the classes whose count
-        changed are read again.
-        """
-        counts = tuple(self.gaussian.class_counts[c] for c in classes)
-        layout = (id(self.gaussian), features, classes)
-        cached = self.__dict__.get("_batch_parameters")
-        if cached is None or cached[0] != layout:
-            mean = np.zeros((len(features), len(classes), 1))
-            sigma = np.full((len(features), len(classes), 1), np.inf)
-            changed = range(len(classes))
-        else:
-            _, known, mean, sigma = cached
-            if known == counts:
-                return mean, sigma
-            changed = [j for j, (a, b) in enumerate(zip(counts, known, strict=True)) if a != b]
-        for j in changed:
-            table = self.gaussian.gaussians.get(classes[j], {})
-            for f, feature in enumerate(features):
-                mu, sd = 0.0, math.inf
-                gaussian = table.get(feature)
-                if gaussian is not None:
-                    var = gaussian._var
-                    count = var.mean.n
-                    if _is_point(var):
-                        mu, sd = var.mean._mean, 0.0
-                    elif count > var.ddof:
-                        mu, sd = var.mean._mean, math.sqrt(var._S / (count - var.ddof))
-                mean[f, j, 0] = mu
-                sigma[f, j, 0] = sd
-        self.__dict__["_batch_parameters"] = (layout, counts, mean, sigma)
-        return mean, sigma
+        k = len(classes)
+        if k < 2:
+            return classes, jll, np.isfinite(jll).all(axis=1)
+        with np.errstate(invalid="ignore"):  # inf - inf: only from non-finite values
+            ranked = np.partition(jll, k - 2, axis=1)
+            top = ranked[:, -1]
+            gap = top - ranked[:, -2]
+            margin = np.abs(top)
+            np.maximum(margin, 1.0, out=margin)
+            margin *= CLEAR_GAP
+            bound = self.gaussians.error_bound(len(frame.index))
+            if bound > CLEAR_GAP:
+                np.maximum(margin, bound, out=margin)
+            clear = gap > margin  # false for nan
+        return classes, jll, clear
 
     def _add_categorical(
         self, jll: np.ndarray, frame: NumericFrame, classes: list[Hashable]
@@ -408,7 +360,7 @@ class MixedNB(base.Classifier):
         for i, pairs in enumerate(frame.strings):
             if not pairs:
                 continue
-            # What ``self.categorical`` (SelectType(str) | OneHotEncoder(drop_zeros)) gives.
+            # What SelectType(str) | OneHotEncoder(drop_zeros) gives.
             names = list(dict.fromkeys(f"{key}_{value}" for key, value in pairs))
             for name in names:
                 if name not in vectors:
@@ -431,6 +383,51 @@ class MixedNB(base.Classifier):
         jll[rows] = jll[rows] + (categorical - log_prior)
         return jll
 
+    # -- pickling ---------------------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_layout"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "gaussian" in state:  # written when the numeric part was river's GaussianNB
+            state = _from_river_parts(state)
+        self.__dict__.update(state)
+
     @property
     def _multiclass(self) -> bool:
         return True
+
+
+def _normalise(jll: dict[Hashable, float]) -> dict[Hashable, float]:
+    """Joint log-likelihoods to probabilities: ``exp(ll - max) / sum`` (rather than
+    scipy's logsumexp: same result, half the time)."""
+    top = max(jll.values())
+    weights = {label: math.exp(ll - top) for label, ll in jll.items()}
+    total = sum(weights.values())
+    return {label: w / total for label, w in weights.items()}
+
+
+def _from_river_parts(state: dict[str, Any]) -> dict[str, Any]:
+    """The state of a :class:`MixedNB` pickled when it held a :class:`PointMassGaussianNB`
+    (``gaussian``): the same statistics, moved into a table."""
+    gaussian = state["gaussian"]
+    table = GaussianTable()
+    rows: dict[Hashable, int] = {}
+    for c in gaussian.class_counts:
+        row = rows[c] = table.add_class()
+        for feature, dist in gaussian.gaussians.get(c, {}).items():
+            col = int(table.columns_for([feature])[0])
+            var = dist._var
+            table.count[row, col] = var.mean.n
+            table.mean[row, col] = var.mean._mean
+            table.m2[row, col] = var._S
+    return {
+        "alpha": state["alpha"],
+        "class_counts": collections.Counter(gaussian.class_counts),
+        "gaussians": table,
+        "multinomial": state["multinomial"],
+        "_rows": rows,
+        "_layout": None,
+    }

@@ -248,7 +248,9 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
                 return got  # type: ignore[no-any-return]
             return [argmax(self.predict_proba_one(x)) for x in xs]
         if type(model) is river_tree.HoeffdingTreeClassifier:
-            return self._trees.predict_labels(model, *_clean_tree_batch(xs))
+            batch, frame = _clean_tree_batch(xs)
+            key = getattr(xs, "key", None) if getattr(xs, "frame", None) is frame else None
+            return self._trees.predict_labels(model, batch, frame, key)
         return [argmax(p) for p in self.predict_proba_many(xs, **kwargs)]
 
 

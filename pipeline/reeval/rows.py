@@ -26,8 +26,9 @@ Columns
     rules are those of :func:`streameval.pipeline.learners.river_adapter.clean` followed
     by :class:`~streameval.pipeline.learners.batch.NumericFrame`: a numeric value that is
     NaN or infinite, and ``None``, is *missing* (not present); a ``str`` value
-    is kept beside the row as ``(feature, value)``; any other value makes the
-    row *odd*, and a round with an odd row is left to the dict code.
+    is kept beside the row as ``(feature, value)``; any other value, and an integer
+    beyond ``2**53`` (a float may round it), makes the row *odd*, and a round with an odd
+    row is left to the dict code.
 
 So ``frame(rows)`` holds, for every row, exactly the numbers and strings that
 ``NumericFrame([clean(x) for x in xs])`` holds; only the column order and the
@@ -48,6 +49,9 @@ from streameval.pipeline.learners.batch import NumericFrame, RowKey, is_number_t
 
 #: Rows of a new store; the matrix doubles when full.
 INITIAL_ROWS = 64
+
+#: Integers beyond this are not all exact as floats: a row holding one is odd.
+EXACT_INT = 2**53
 
 
 def _missing_other(value: Any) -> bool:
@@ -110,6 +114,12 @@ class FeatureRows:
         self.index: dict[str, int] = {}
         self.values = np.zeros((capacity, 0))
         self.present = np.zeros((capacity, 0), dtype=bool)
+        # per column: some value other than 0 and 1 was written (a 0/1 indicator has not)
+        self.nonbinary = np.zeros(0, dtype=bool)
+        self.n_binary = 0  # columns still 0/1 only
+        # the frames' column index and 0/1 flags: the same objects until a column is added
+        # or loses its 0/1 flag (learners keep per-layout plans by identity)
+        self._layout_view: tuple[dict[str, int], np.ndarray] | None = None
         self.odd = np.zeros(capacity, dtype=bool)
         self.dirty = np.zeros(capacity, dtype=bool)  # some value is missing (clean drops it)
         self.stamps = np.zeros(capacity, dtype=np.int64)  # a new one at every write of the row
@@ -122,6 +132,13 @@ class FeatureRows:
         self.n_live = 0
         # the last key layout written: (keys, columns as an array) for the all-numbers path
         self._layout: tuple[tuple[str, ...], np.ndarray] | None = None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "nonbinary" not in state:  # pickled before 0/1 columns were tracked: none is known
+            self.nonbinary = np.ones(self.values.shape[1], dtype=bool)
+            self.n_binary = 0
+        self._layout_view = None
 
     @property
     def capacity(self) -> int:
@@ -174,6 +191,9 @@ class FeatureRows:
             if kind is str:
                 strings.append((key, value))
             elif is_number_type(kind):
+                if not issubclass(kind, (float, np.floating, bool)) and abs(value) > EXACT_INT:
+                    odd = True  # an integer a float may round: leave it to the dicts
+                    continue
                 try:
                     number = float(value)
                 except OverflowError:  # NumericFrame would fail on it: leave it to the dicts
@@ -188,6 +208,10 @@ class FeatureRows:
                     values, present = self.values, self.present
                 values[row, col] = number
                 present[row, col] = True
+                if number != 0.0 and number != 1.0 and not self.nonbinary[col]:
+                    self.nonbinary[col] = True
+                    self.n_binary -= 1
+                    self._layout_view = None
             elif _missing_other(value):
                 dirty = True
             else:
@@ -209,7 +233,10 @@ class FeatureRows:
                 return False
             layout = self._layout = (keys, np.array([self.index[k] for k in keys], dtype=np.intp))
         vals = list(x.values())
-        if not {v.__class__ for v in vals} <= {float, int}:
+        kinds = {v.__class__ for v in vals}
+        if not kinds <= {float, int}:
+            return False
+        if int in kinds and any(v.__class__ is int and abs(v) > EXACT_INT for v in vals):
             return False
         try:
             numbers_ = np.array(vals, dtype=float)
@@ -221,9 +248,17 @@ class FeatureRows:
             self.values[row, cols] = numbers_
             self.present[row, cols] = True
         else:
-            self.values[row, cols] = np.where(finite, numbers_, 0.0)
+            numbers_ = np.where(finite, numbers_, 0.0)
+            self.values[row, cols] = numbers_
             self.present[row, cols] = finite
             self.dirty[row] = True
+        if self.n_binary:
+            other = (numbers_ != 0.0) & (numbers_ != 1.0)
+            other &= ~self.nonbinary[cols]
+            if other.any():  # columns that were 0/1 until now
+                self.nonbinary[cols[other]] = True
+                self.n_binary = len(self.index) - int(self.nonbinary[: len(self.index)].sum())
+                self._layout_view = None
         return True
 
     # -- growth -----------------------------------------------------------------------------
@@ -293,6 +328,9 @@ class FeatureRows:
             n = self.capacity
             self.values = np.concatenate([self.values, np.zeros((n, extra))], axis=1)
             self.present = np.concatenate([self.present, np.zeros((n, extra), dtype=bool)], axis=1)
+            self.nonbinary = np.concatenate([self.nonbinary, np.zeros(extra, dtype=bool)])
+        self.n_binary += 1
+        self._layout_view = None
         return col
 
     # -- batches ----------------------------------------------------------------------------
@@ -315,12 +353,17 @@ class FeatureRows:
         else:
             strings = [[] for _ in range(len(rows))]
             text = set()
+        if self._layout_view is None:
+            self._layout_view = (dict(self.index), ~self.nonbinary[:width])
+        index, binary = self._layout_view
         return NumericFrame.from_arrays(
-            index=dict(self.index),
+            index=index,
             values=self.values[rows, :width],
             present=self.present[rows, :width],
             text=text,
             strings=strings,
+            binary=binary,
+            exact=True,  # rows with an integer a float would round are odd
         )
 
     def batch(self, xs: Sequence[Any], rows: Sequence[int] | np.ndarray) -> PendingRows:

@@ -21,7 +21,8 @@ TARGETS = {
     "3": "run with the two baselines >= 0.25 x raw consume+decode rate of the same broker",
     "4": "re-evaluation K=10, B=50 costs <= 3x the same run without it (covtype, delay 1000)",
     "5": "covtype, delay 1000, K=10, B=50, four learners: peak RSS < 1 GiB; pending-buffer "
-    "memory proportional to pending instances",
+    "memory proportional to pending instances; the whole stream in <= 5 minutes wall "
+    "(issue 15, target 5; --full)",
     "6": "throughput of 1, 2, 4 concurrent streams on one worker and of two workers on "
     "two partitions (a curve, no threshold)",
     "s1": "issue 15 speed target 1: evaluate with nb and with ht, every default metric, >= "
