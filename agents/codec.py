@@ -53,8 +53,10 @@ from streameval.pipeline.events import (
     PredictionEvent,
     clean,
     event_from_dict,
+    new_features,
+    new_label,
 )
-from streameval.schemas import MAX_MESSAGE_BYTES, reason_text, validate
+from streameval.schemas import MAX_MESSAGE_BYTES, reason_text, validate, validator_of
 
 __all__ = [
     "MAX_PACKED_EVENTS",
@@ -214,6 +216,13 @@ def decode_events(
     value, reason, surrogates = _parse(raw)
     if reason is not None:
         return [], [reason]
+    return _valid_items(topic_kind, value, surrogates)
+
+
+def _valid_items(
+    topic_kind: str, value: Any, surrogates: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The valid events of a parsed message (see :func:`decode_events`), with the reasons."""
     if type(value) is dict:
         reason = _validate_item(topic_kind, value, surrogates)
         return ([value], []) if reason is None else ([], [reason])
@@ -247,8 +256,37 @@ def input_events(
     >>> type(event).__name__, event.ts, event.y
     ('LabelEvent', 0.0, 'a')
     """
-    messages, reasons = decode_events(topic_kind, raw)
-    return [event_from_dict(m) for m in messages], reasons
+    value, reason, surrogates = _parse(raw)
+    if reason is not None:
+        return [], [reason]
+    if type(value) is dict or surrogates:  # one event; or strings to check for UTF-8
+        messages, reasons = _valid_items(topic_kind, value, surrogates)
+        return [event_from_dict(m) for m in messages], reasons
+    if type(value) is not list:
+        return [], ["not a JSON object or array of objects"]
+    if len(value) > MAX_PACKED_EVENTS:
+        return [], [f"packed message of {len(value)} events > {MAX_PACKED_EVENTS}"]
+    # a packed message: each event checked and built in one pass, from the parsed dicts
+    # themselves (nothing else holds them)
+    check = validator_of(topic_kind)
+    events: list[InputEvent] = []
+    reasons = []
+    for i, item in enumerate(value):
+        reason = check(item)
+        if reason is None:
+            events.append(_input_event(item))
+        else:
+            reasons.append(f"[{i}] {reason}")
+    return events, reasons
+
+
+def _input_event(d: dict[str, Any]) -> InputEvent:
+    """The event of a valid input message (:func:`event_from_dict`, less the copies)."""
+    if "x" in d:
+        return new_features(d["stream"], d["id"], float(d["ts"]), d["x"], int(d["seq"]))
+    if "y" in d:
+        return new_label(d["stream"], d["id"], float(d["ts"]), d["y"], int(d["seq"]))
+    return event_from_dict(d)
 
 
 # -- input events -------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ the merge, deduplication, the experiment, the outputs and the results document
 on the metrics topic -- is the worker's, as in the Faust app, so both give the
 results of ``evaluate`` (``tests/test_kafka_pipeline.py``).
 
+:func:`evaluate_inline` is ``run``'s whole evaluation side: the results waiter, the
+progress, and the replay in a child process forked at the start of the run
+(:mod:`streameval.agents.replay_process`), or in a thread where this process may not fork.
+
 What it does not do: checkpoint (a run that dies is simply run again) and serve
 the dashboard (``run --dashboard`` starts the Faust worker instead). A lost
 broker is watched as in the worker (:mod:`streameval.agents.health`): the run exits with
@@ -30,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streameval.agents.codec import StreamFailed, failure_text
+from streameval.agents.collection import collecting_less
 from streameval.agents.config import KafkaSettings
 from streameval.agents.publish import watched_producer
 from streameval.agents.topics import INPUT_KINDS, TopicNames
@@ -48,10 +53,9 @@ def input_offsets(settings: KafkaSettings, timeout: float = 10.0) -> dict[tuple[
     names = TopicNames.for_prefix(settings.topic_prefix)
     consumer = Consumer({**settings.confluent_config(), "group.id": "streameval-run-offsets"})
     try:
-        meta = consumer.list_topics(timeout=timeout)
         offsets = {}
-        for topic in names.kinds(INPUT_KINDS):
-            for partition in meta.topics[topic].partitions:
+        for topic in names.kinds(INPUT_KINDS):  # these topics' metadata only, not the broker's
+            for partition in consumer.list_topics(topic, timeout=timeout).topics[topic].partitions:
                 _, high = consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=timeout
                 )
@@ -98,36 +102,45 @@ def consume_stream(
     )
     key = stream.encode("utf-8")
     try:
-        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
-        deadline = time.monotonic() + timeout
-        next_tick = time.monotonic() + TICK
-        while stream not in worker.streams.concluded:
-            for msg in consumer.consume(BATCH, 0.2):
-                if msg.error() is not None or msg.key() != key:
-                    continue  # partition ends and errors; other streams' messages
-                worker.handle(
-                    kind_of[msg.topic()], msg.value(), msg.key(), msg.partition(), msg.offset()
-                )
-                if on_message is not None:
-                    on_message(worker)
-            runner = worker.runners.get(stream)
-            if runner is not None and runner.failed is not None:
-                raise StreamFailed(failure_text(stream, runner.failed, worker.names.deadletter))
-            if runner is None and stream in worker.stopped:  # over budget: never defined
-                kind, reason = worker.stopped[stream]
-                raise StreamFailed(failure_text(stream, reason, worker.names.deadletter, kind))
-            now = time.monotonic()
-            if now >= next_tick:
-                worker.tick()
-                next_tick = now + TICK
-                exc = failed()
-                if exc is not None:
-                    raise exc
-            if now > deadline:
-                raise TimeoutError(f"no results for stream {stream!r} within {timeout:.0f} s")
-        worker.publisher.confirm(30.0)
+        with collecting_less():  # see streameval.agents.collection
+            consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
+            deadline = time.monotonic() + timeout
+            next_tick = time.monotonic() + TICK
+            while stream not in worker.streams.concluded:
+                # what has arrived, at once; else wait for the next message (at most 0.2 s):
+                # consume(n, t) returns only when n messages are there or t has passed
+                batch = consumer.consume(BATCH, 0) or consumer.consume(1, 0.2)
+                for msg in batch:
+                    if msg.error() is not None or msg.key() != key:
+                        continue  # partition ends and errors; other streams' messages
+                    worker.handle(
+                        kind_of[msg.topic()], msg.value(), msg.key(), msg.partition(), msg.offset()
+                    )
+                    if on_message is not None:
+                        on_message(worker)
+                _raise_if_stopped(worker, stream)
+                now = time.monotonic()
+                if now >= next_tick:
+                    worker.tick()
+                    next_tick = now + TICK
+                    exc = failed()
+                    if exc is not None:
+                        raise exc
+                if now > deadline:
+                    raise TimeoutError(f"no results for stream {stream!r} within {timeout:.0f} s")
+            worker.publisher.confirm(30.0)
     finally:
         consumer.close()
+
+
+def _raise_if_stopped(worker: StreamWorker, stream: str) -> None:
+    """:class:`StreamFailed` if ``stream`` failed, or was never defined (over budget)."""
+    runner = worker.runners.get(stream)
+    if runner is not None and runner.failed is not None:
+        raise StreamFailed(failure_text(stream, runner.failed, worker.names.deadletter))
+    if runner is None and stream in worker.stopped:
+        kind, reason = worker.stopped[stream]
+        raise StreamFailed(failure_text(stream, reason, worker.names.deadletter, kind))
 
 
 def run_inline(
@@ -198,3 +211,68 @@ def run_inline(
             # reconnecting to a broker that may be gone
             worker.publisher.close(10.0)
         producer = None
+
+
+def replay_process(
+    config: Any, settings: KafkaSettings, data_dir: str | None, speed: float | None, pack: int
+) -> Any:
+    """``run``'s replay in a forked child process, if this process may fork now (else
+    ``None``: it replays in a thread); see :mod:`streameval.agents.replay_process`."""
+    from streameval.agents.replay_process import ReplayProcess, can_fork
+
+    if not can_fork():
+        return None
+    return ReplayProcess(config, settings, data_dir=data_dir, speed=speed, pack=pack)
+
+
+def evaluate_inline(
+    config: Any,
+    settings: KafkaSettings,
+    replayer: Any,
+    bar: Any,
+    *,
+    data_dir: str | None,
+    pack: int,
+    speed: float | None,
+    timeout: float,
+    predictions: bool,
+    broker_timeout: float | None,
+) -> tuple[dict[str, Any], Any, float]:
+    """``run`` evaluating here (:mod:`streameval.agents.inline`) while ``replayer`` (a
+    :class:`~streameval.agents.replay_process.ReplayProcess`), else a thread, replays:
+    results, replay stats, start."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streameval.agents.run import (
+        ResultsWaiter,
+        RunnerFollower,
+        replay_dataset,
+        submit_experiment,
+    )
+
+    def produce(stop: threading.Event) -> Any:
+        if replayer is not None:
+            return replayer.produce(settings, bar.replay_counter(), stop)
+        # the definition and the events at once (each producer's start costs ~0.5 s on
+        # Tansu): events read before the definition wait for it (parked)
+        with ThreadPoolExecutor(1, thread_name_prefix="streameval-submit") as pool:
+            submitted = pool.submit(submit_experiment, settings, config)
+            stats = replay_dataset(
+                settings, config, speed=speed, pack=pack,
+                progress=bar.replay_counter(), data_dir=data_dir, stop=stop,
+            )  # fmt: skip
+            submitted.result()
+        return stats
+
+    start = time.perf_counter()
+    waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
+    follower = RunnerFollower(bar, config.stream)
+    try:
+        stats = run_inline(
+            settings, config.stream, produce, timeout=timeout, predictions=predictions,
+            broker_timeout=broker_timeout, on_message=follower.seen,
+        )  # fmt: skip
+    finally:
+        follower.stop()
+    # the results are on the metrics topic once run_inline has returned
+    return waiter.wait(timeout, alive=lambda: True), stats, start

@@ -2,11 +2,11 @@
 
 :class:`WorkerCollector` is a ``prometheus_client`` collector that reads a
 :class:`~streameval.agents.worker.StreamWorker` when scraped, so nothing is counted twice
-and the hot path does no extra work: every series is what the worker already holds.
+and the hot path does no extra work: every series is read (or computed) from what the
+worker holds when scraped.
 
 Per stream and learner (labels ``stream``, ``learner``), gauges of the headline metrics
-as they are now (the prequential values of the stream's scorecard, those of its
-snapshots):
+as they are now (the prequential values of the stream's snapshot, computed at the scrape):
 
 * ``streameval_accuracy``, ``streameval_kappa_per``, ``streameval_kappa_plus``,
   ``streameval_auc`` (binary streams only),
@@ -93,13 +93,12 @@ class WorkerCollector:
             experiment = runner.experiment
             labelled.add_metric([stream], experiment.n_labelled)
             repredictions.add_metric([stream], experiment.n_repredictions)
-            for slot in experiment.slots:
-                flat = slot.card.flat()
+            for learner, flat in _headline(runner):
                 for key, gauge in gauges.items():
                     value = flat.get(key)
                     if isinstance(value, (int, float)) and value == value:  # not None/NaN
-                        gauge.add_metric([stream, slot.name], value)
-                pending.add_metric([stream, slot.name], len(experiment.buffer))
+                        gauge.add_metric([stream, learner], value)
+                pending.add_metric([stream, learner], len(experiment.buffer))
         yield from gauges.values()
         yield from (pending, labelled, repredictions)
 
@@ -125,6 +124,16 @@ class WorkerCollector:
             "1 while /health answers 200, else 0",
             value=1 if self.worker.healthy else 0,
         )
+
+
+def _headline(runner: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Each learner's metrics as they are now: its snapshot, which both cores compute on
+    demand (the columnar core brings its scorecards up to date only then). A stream that
+    failed keeps the values its scorecards last had: its experiment stopped half-way
+    through an event, nothing is computed from it any more."""
+    if runner.failed is None:
+        return [(s.learner, s.metrics) for s in runner.experiment.snapshots("periodic")]
+    return [(slot.name, slot.card.flat()) for slot in runner.experiment.slots]
 
 
 def registry_for(worker: Any, lag: Lag | None = None) -> CollectorRegistry:

@@ -215,6 +215,8 @@ class Publisher:
             + int(seq <= self.emitted.get(stream, {}).get("metrics", -1)),
             "restores": runner.n_restores,
         }
+        if runner.path is not None:
+            results["runtime"]["path"] = runner.path
         value = results_message(stream, results, runner.experiment.last_ts, seq)
         self._flag("metrics", value, runner)
         self.produce(self.topics["metrics"], stream, value)

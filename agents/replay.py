@@ -71,6 +71,9 @@ class ReplayError(RuntimeError):
         self.stats = stats
         self.errors = errors
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (a replay process reports it)
+        return type(self), (str(self), self.stats, self.errors)
+
 
 @dataclass(frozen=True, slots=True)
 class Message:
@@ -211,6 +214,7 @@ def replay(
     message_format: MessageFormat | None = None,
     flush_timeout: float = 60.0,
     clock: Callable[[], float] = time.monotonic,
+    producer: Any = None,
 ) -> ReplayStats:
     """Produce ``events`` (in order) to the features and labels topics; return the stats.
 
@@ -237,6 +241,9 @@ def replay(
         Event-to-message layout (default :class:`OneEventPerMessage`).
     flush_timeout
         Seconds to wait at the end for outstanding deliveries.
+    producer
+        The confluent-kafka ``Producer`` to produce with (made with at least
+        :data:`PRODUCER_DEFAULTS`); default: a new one.
 
     Raises :class:`ReplayError` if any message was not delivered (after
     librdkafka's own retries), ``ValueError`` for an event JSON cannot carry.
@@ -253,8 +260,10 @@ def replay(
     if total is None and hasattr(events, "__len__"):
         total = len(events)  # type: ignore[arg-type]
 
-    conf = {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
-    producer = Producer(conf)
+    if producer is None:
+        producer = Producer(
+            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
+        )
     stats = ReplayStats()
     errors: list[str] = []
 

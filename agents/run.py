@@ -31,22 +31,30 @@ RESULTS_TIMEOUT = 600.0
 RUN_CHECKPOINT_EVERY = 1_000_000
 
 
-def submit_experiment(settings: KafkaSettings, config: Any) -> None:
-    """Write ``config`` to the compacted experiments topic (key = stream id)."""
-    from confluent_kafka import Producer
+def experiment_message(config: Any) -> bytes:
+    """The experiments-topic message of ``config``; ``ValueError`` if it does not fit its
+    schema."""
     from streameval.agents.codec import encode
-    from streameval.agents.topics import PARTITIONER, TopicNames
     from streameval.schemas import validate
 
     message = config.to_dict()
     reason = validate("experiments", message)
     if reason is not None:
         raise ValueError(f"experiment does not fit its schema: {reason}")
+    return encode(message)
+
+
+def submit_experiment(settings: KafkaSettings, config: Any) -> None:
+    """Write ``config`` to the compacted experiments topic (key = stream id)."""
+    from confluent_kafka import Producer
+    from streameval.agents.topics import PARTITIONER, TopicNames
+
+    value = experiment_message(config)
     # a stream's definition must land on the same partition number as its events, or
     # another worker would own it
     producer = Producer({**settings.confluent_config(), "enable.idempotence": True, **PARTITIONER})
     names = TopicNames.for_prefix(settings.topic_prefix)
-    producer.produce(names.experiments, encode(message), config.stream.encode("utf-8"))
+    producer.produce(names.experiments, value, config.stream.encode("utf-8"))
     if producer.flush(30):
         raise RuntimeError(f"the experiment could not be written to {names.experiments}")
 
@@ -335,8 +343,10 @@ def run_through_kafka(
     empty.
 
     ``inline`` (the default): the stream is evaluated in this process, read by a
-    plain consumer while the replay runs in a thread (:mod:`streameval.agents.inline`; no
-    second interpreter, no Faust start-up, no group join). Otherwise a Faust
+    plain consumer (:mod:`streameval.agents.inline`; no second interpreter, no Faust
+    start-up, no group join) while the replay runs in a child process forked at the start
+    (:mod:`streameval.agents.replay_process`), or in a thread when this process may not
+    fork (it has other threads). Otherwise a Faust
     worker process (``streameval worker``) does it, started as soon as the topics
     exist so that its start-up overlaps with the submission and the replay (it
     reads its topics from their beginning); ``run --dashboard`` needs it for the
@@ -344,61 +354,42 @@ def run_through_kafka(
     options; ``broker_timeout`` is the inline loop's ``--broker-timeout``.
     """
     from streameval.agents.broker import broker_for
+    from streameval.agents.inline import evaluate_inline, replay_process
     from streameval.agents.topics import ensure_topics
     from streameval.pipeline.evaluate import prepare
 
     dataset, config = prepare(config, data_dir)  # fails early on a missing dataset (~10 ms)
     bar = run_progress(config, dataset, progress)
     embedded = settings.embedded
-    with broker_for(settings) as bootstrap:
-        settings = settings.with_bootstrap(bootstrap)
-        if on_broker is not None:
-            on_broker(bootstrap, embedded)
-        ensure_topics(
-            settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
-        )
-        if inline:
-            from concurrent.futures import ThreadPoolExecutor
-
-            from streameval.agents.inline import run_inline
-
-            def produce(stop: threading.Event) -> Any:
-                # the definition and the events at once (each producer's start costs ~0.5 s
-                # on Tansu): events read before the definition wait for it (parked)
-                with ThreadPoolExecutor(1, thread_name_prefix="streameval-submit") as pool:
-                    submitted = pool.submit(submit_experiment, settings, config)
-                    stats = replay_dataset(
-                        settings, config, speed=speed, pack=pack,
-                        progress=bar.replay_counter(), data_dir=data_dir, stop=stop,
-                    )  # fmt: skip
-                    submitted.result()
-                return stats
-
-            start = time.perf_counter()
-            waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
-            follower = RunnerFollower(bar, config.stream)
-            try:
-                stats = run_inline(
-                    settings,
-                    config.stream,
-                    produce,
-                    timeout=timeout,
-                    predictions=predictions,
+    # forked now, before this process has a Kafka client (the broker's probe is one)
+    replayer = replay_process(config, settings, data_dir, speed, pack) if inline else None
+    try:
+        experiment_message(config)  # refused before anything starts (and the check is ready)
+        with broker_for(settings) as bootstrap:
+            settings = settings.with_bootstrap(bootstrap)
+            if on_broker is not None:
+                on_broker(bootstrap, embedded)
+            ensure_topics(
+                settings.confluent_config(), settings.partitions, prefix=settings.topic_prefix
+            )
+            if inline:
+                results, stats, start = evaluate_inline(
+                    config, settings, replayer, bar, data_dir=data_dir, pack=pack,
+                    speed=speed, timeout=timeout, predictions=predictions,
                     broker_timeout=broker_timeout,
-                    on_message=follower.seen,
-                )
-            finally:
-                follower.stop()
-            # the results are on the metrics topic once run_inline has returned
-            results = waiter.wait(timeout, alive=lambda: True)
-        else:
-            results, stats, start = _run_with_worker(
-                config, settings, data_dir=data_dir, progress=bar, pack=pack,
-                speed=speed, timeout=timeout, worker_args=worker_args, predictions=predictions,
-            )  # fmt: skip
-        elapsed = time.perf_counter() - start
-        follow_message(bar, {}, results)  # the followers have stopped: nothing comes after
-        bar.close()  # after the results: the last line has their counts
+                )  # fmt: skip
+            else:
+                results, stats, start = _run_with_worker(
+                    config, settings, data_dir=data_dir, progress=bar, pack=pack,
+                    speed=speed, timeout=timeout, worker_args=worker_args,
+                    predictions=predictions,
+                )  # fmt: skip
+            elapsed = time.perf_counter() - start
+            follow_message(bar, {}, results)  # the followers have stopped: nothing comes after
+            bar.close()  # after the results: the last line has their counts
+    finally:
+        if replayer is not None:
+            replayer.close()
     results.pop("ingest", None)
     results["runtime"] = {
         **results.get("runtime", {}),  # the worker's: outputs, duplicates_marked, restores
@@ -408,6 +399,8 @@ def run_through_kafka(
         "events_per_s": round(stats.n_events / elapsed, 1) if elapsed > 0 else None,
         "messages": stats.n_messages,
         "broker": "embedded" if embedded else "configured",
+        "replay": "process" if replayer is not None else "thread",
+        "replay_seconds": round(stats.seconds, 3),
     }
     return results
 

@@ -214,9 +214,39 @@ class StreamWorker:
         events, reasons = input_events(kind, raw)
         for reason in reasons:
             self.publisher.deadletter("schema", reason, topic, partition, offset, raw, key)
-        for index, event in enumerate(events):
-            self._route(kind, event, topic, (partition, offset, index))
+        first, n = 0, len(events)
+        while first < n:  # the events of each stream, one run at a time
+            stream = events[first].stream
+            end = first + 1
+            while end < n and events[end].stream == stream:
+                end += 1
+            self._route_run(kind, events[first:end], topic, partition, offset, first)
+            first = end
         self.publisher.flush_predictions()
+
+    def _route_run(
+        self,
+        kind: str,
+        events: list[InputEvent],
+        topic: str,
+        partition: int,
+        offset: int,
+        first: int,
+    ) -> None:
+        """Route consecutive events of one stream, read from one message at the indexes
+        ``first``, ``first + 1``...: to its runner all at once, else one by one."""
+        stream = events[0].stream
+        runner = self._runner(stream)
+        if runner is None:
+            for index, event in enumerate(events, first):
+                self._route(kind, event, topic, (partition, offset, index))
+            return
+        self._touching = stream
+        outputs, rejections = runner.push_message(kind, events, partition, offset, first)
+        self.release.heard_on(stream, kind)
+        self._emit(stream, runner, outputs, rejections, topic, (partition, offset))
+        self.checkpoints.changed(stream, events=len(events))
+        self.counts["events"] += len(events)
 
     def _define(
         self, raw: bytes | None, key: bytes | None, topic: str, partition: int, offset: int
@@ -321,7 +351,7 @@ class StreamWorker:
             self._stop(stream, text, "worker_error")
             return
         if runner.failed is None:
-            runner.failed = text
+            runner.fail(text)
         self.checkpoints.changed(stream)
         if stream not in self.streams.concluded:
             self.publisher.publish_failure(stream, runner)

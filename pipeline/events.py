@@ -166,6 +166,49 @@ class DriftEvent:
         }
 
 
+# A frozen dataclass sets each field in __init__ through object.__setattr__; decoders that
+# build an event per message item set the slots directly, at half the cost.
+_new = object.__new__
+_f_stream, _f_id, _f_ts, _f_x, _f_seq, _f_kind = (
+    getattr(FeatureEvent, name).__set__ for name in ("stream", "id", "ts", "x", "seq", "kind")
+)
+_l_stream, _l_id, _l_ts, _l_y, _l_seq, _l_kind = (
+    getattr(LabelEvent, name).__set__ for name in ("stream", "id", "ts", "y", "seq", "kind")
+)
+
+
+def new_features(stream: str, id: str, ts: float, x: Features, seq: int) -> FeatureEvent:
+    """``FeatureEvent(stream, id, ts, x, seq)``, made faster (a decoder's hot path).
+
+    >>> new_features("s", "1", 0.0, {"a": 1.0}, 3) == FeatureEvent("s", "1", 0.0, {"a": 1.0}, 3)
+    True
+    """
+    event = _new(FeatureEvent)
+    _f_stream(event, stream)
+    _f_id(event, id)
+    _f_ts(event, ts)
+    _f_x(event, x)
+    _f_seq(event, seq)
+    _f_kind(event, "features")
+    return event
+
+
+def new_label(stream: str, id: str, ts: float, y: Target, seq: int) -> LabelEvent:
+    """``LabelEvent(stream, id, ts, y, seq)``, made faster (see :func:`new_features`).
+
+    >>> new_label("s", "1", 0.0, "a", 3) == LabelEvent("s", "1", 0.0, "a", 3)
+    True
+    """
+    event = _new(LabelEvent)
+    _l_stream(event, stream)
+    _l_id(event, id)
+    _l_ts(event, ts)
+    _l_y(event, y)
+    _l_seq(event, seq)
+    _l_kind(event, "label")
+    return event
+
+
 def event_from_dict(d: dict[str, Any]) -> InputEvent:
     """Rebuild an input event from its wire form (see ``schemas/``).
 

@@ -153,6 +153,19 @@ class IngestGuard:
             rejected.append(self.refused_label(orphan[1], self._orphan_sources.pop(event.id)))
         return rejected
 
+    def any_refused(self) -> bool:
+        """Whether the features of some instance were refused (and not admitted since)."""
+        return bool(self._refused)
+
+    def drop_orphans(self) -> int:
+        """Forget every orphan label (the stream stopped); return how many there were."""
+        n = len(self._orphans)
+        self._orphans.clear()
+        self._orphan_sources.clear()
+        self._orphan_bytes.clear()
+        self.orphan_nbytes = 0
+        return n
+
     def was_refused(self, uid: str) -> bool:
         """Whether the features of instance ``uid`` were refused (and not admitted since)."""
         return uid in self._refused
@@ -178,100 +191,86 @@ class IngestGuard:
         rejection if it is rejected; ``nbytes`` its bytes, counted while it waits
         as an orphan.
         """
-        admitted: list[InputEvent] = []
         rejected: list[Rejection] = []
-        if isinstance(event, EndOfStream):
-            self._expire(event.ts, rejected, everything=True)
-            return [event], rejected
-        self._expire(event.ts, rejected)
-        if isinstance(event, FeatureEvent):
-            big = _too_large(event.x.values())
-            if big is not None:
-                rejected.append(
-                    self._reject(
-                        "out_of_range",
-                        f"feature value {big!r} of id {event.id!r}: magnitude above "
-                        f"{MAX_MAGNITUDE:g}",
-                        event,
-                        source,
-                    )
-                )
-                return admitted, rejected
-            names = frozenset(event.x)
-            if self.feature_names is None and names:
-                self.feature_names = names
-            extra = sorted(names - self.feature_names) if self.feature_names else []
-            if extra or not names:
-                rejected.append(
-                    self._reject(
-                        "wrong_width",
-                        f"feature vector of {len(names)} features, stream has "
-                        f"{len(self.feature_names or ())} (unknown: {extra[:5]})",
-                        event,
-                        source,
-                    )
-                )
-                return admitted, rejected
-            if event.id in self._labelled:
-                rejected.append(
-                    self._reject(
-                        "already_labelled",
-                        f"features for id {event.id!r} after its label",
-                        event,
-                        source,
-                    )
-                )
-                return admitted, rejected
-            event = self._in_time(event)
-            admitted.append(event)
-            self._refused.pop(event.id, None)  # sent again, and admitted this time
-            orphan = self._orphans.pop(event.id, None)
-            self._orphan_sources.pop(event.id, None)
-            self.orphan_nbytes -= self._orphan_bytes.pop(event.id, 0)
-            if orphan is not None:
-                label = orphan[1]
-                admitted.append(LabelEvent(label.stream, label.id, event.ts, label.y, event.seq))
-                self._remember(event.id)
-            return admitted, rejected
-        assert isinstance(event, LabelEvent)
-        if not self.numeric_target and not isinstance(event.y, str):
-            event = replace(event, y=str(event.y))  # a class label travels as a string
-        if self.numeric_target and not _is_number(event.y):
-            rejected.append(
-                self._reject(
-                    "wrong_target",
-                    f"label {event.y!r} for id {event.id!r}: a regression target is a number",
-                    event,
-                    source,
-                )
+        if self._orphans:
+            self._expire(event.ts, rejected, everything=event.__class__ is EndOfStream)
+        if event.__class__ is FeatureEvent:
+            return self._admit_features(event, source, rejected), rejected  # type: ignore[arg-type]
+        if event.__class__ is LabelEvent:
+            return self._admit_label(event, is_pending, source, nbytes, rejected), rejected  # type: ignore[arg-type]
+        return [event], rejected
+
+    def _admit_features(
+        self, event: FeatureEvent, source: Source | None, rejected: list[Rejection]
+    ) -> list[InputEvent]:
+        x = event.x
+        big = _too_large(x.values())
+        if big is not None:
+            reason = f"feature value {big!r} of id {event.id!r}: magnitude above {MAX_MAGNITUDE:g}"
+            rejected.append(self._reject("out_of_range", reason, event, source))
+            return []
+        if self.feature_names is None and x:
+            self.feature_names = frozenset(x)
+        if not x or not x.keys() <= self.feature_names:  # type: ignore[operator]
+            extra = sorted(frozenset(x) - self.feature_names) if self.feature_names else []
+            reason = (
+                f"feature vector of {len(x)} features, stream has "
+                f"{len(self.feature_names or ())} (unknown: {extra[:5]})"
             )
-            return admitted, rejected
-        if self.numeric_target and _too_large((event.y,)) is not None:
-            rejected.append(
-                self._reject(
-                    "out_of_range",
-                    f"target {event.y!r} for id {event.id!r}: magnitude above {MAX_MAGNITUDE:g}",
-                    event,
-                    source,
-                )
-            )
-            return admitted, rejected
-        if is_pending(event.id):
-            admitted.append(self._in_time(event))
-            self._remember(event.id)
-        elif event.id in self._labelled or event.id in self._orphans:
-            rejected.append(
-                self._reject("duplicate_label", f"second label for id {event.id!r}", event, source)
-            )
-        elif event.id in self._refused:
+            rejected.append(self._reject("wrong_width", reason, event, source))
+            return []
+        uid = event.id
+        if uid in self._labelled:
+            reason = f"features for id {uid!r} after its label"
+            rejected.append(self._reject("already_labelled", reason, event, source))
+            return []
+        event = self._in_time(event)  # type: ignore[assignment]
+        if self._refused:
+            self._refused.pop(uid, None)  # sent again, and admitted this time
+        if uid not in self._orphans:
+            return [event]
+        label = self._orphans.pop(uid)[1]
+        self._orphan_sources.pop(uid, None)
+        self.orphan_nbytes -= self._orphan_bytes.pop(uid, 0)
+        self._remember(uid)
+        return [event, LabelEvent(label.stream, uid, event.ts, label.y, event.seq)]
+
+    def _admit_label(
+        self,
+        event: LabelEvent,
+        is_pending: Callable[[str], bool],
+        source: Source | None,
+        nbytes: int,
+        rejected: list[Rejection],
+    ) -> list[InputEvent]:
+        y = event.y
+        if not self.numeric_target:
+            if y.__class__ is not str:
+                event = replace(event, y=str(y))  # a class label travels as a string
+        elif not _is_number(y):
+            reason = f"label {y!r} for id {event.id!r}: a regression target is a number"
+            rejected.append(self._reject("wrong_target", reason, event, source))
+            return []
+        elif _too_large((y,)) is not None:
+            reason = f"target {y!r} for id {event.id!r}: magnitude above {MAX_MAGNITUDE:g}"
+            rejected.append(self._reject("out_of_range", reason, event, source))
+            return []
+        uid = event.id
+        if is_pending(uid):
+            self._remember(uid)
+            return [self._in_time(event)]
+        if uid in self._labelled or uid in self._orphans:
+            reason = f"second label for id {uid!r}"
+            rejected.append(self._reject("duplicate_label", reason, event, source))
+        elif uid in self._refused:
             rejected.append(self.refused_label(event, source))
         else:
-            self._orphans[event.id] = (event.ts + self.orphan_ttl, event)
-            self._orphan_sources[event.id] = source
+            self._orphans[uid] = (event.ts + self.orphan_ttl, event)
+            self._orphan_sources[uid] = source
             if nbytes:
-                self._orphan_bytes[event.id] = nbytes
+                self._orphan_bytes[uid] = nbytes
                 self.orphan_nbytes += nbytes
-        return admitted, rejected
+        return []
 
     def _in_time(self, event: FeatureEvent | LabelEvent) -> FeatureEvent | LabelEvent:
         """``event``, moved up to the newest time admitted if it is older."""
@@ -300,6 +299,12 @@ def _is_number(value: object) -> bool:
 def _too_large(values: Iterable[object]) -> float | None:
     """The first number in ``values`` beyond :data:`MAX_MAGNITUDE` (or not finite), if any."""
     for v in values:
+        if v.__class__ is float:
+            if -MAX_MAGNITUDE <= v <= MAX_MAGNITUDE:  # type: ignore[operator]
+                continue
+            return v  # type: ignore[return-value]
+        if v.__class__ is str:
+            continue
         if isinstance(v, float):
             if not -MAX_MAGNITUDE <= v <= MAX_MAGNITUDE:  # also catches NaN
                 return v

@@ -47,11 +47,16 @@ MAX_STRING = 64 << 10
 
 def footprint(event: InputEvent) -> tuple[int, int]:
     """The estimated bytes ``event`` holds, and the length of its longest string value."""
+    cls = event.__class__
+    if cls is LabelEvent and event.y.__class__ is str:  # type: ignore[union-attr]
+        longest = len(event.y)  # type: ignore[union-attr,arg-type]
+        return EVENT_BYTES + len(event.id) + longest, longest  # type: ignore[union-attr]
     nbytes = EVENT_BYTES + len(getattr(event, "id", ""))
     longest = 0
-    if isinstance(event, FeatureEvent):
-        nbytes += VALUE_BYTES * len(event.x)
-        for value in event.x.values():
+    if cls is FeatureEvent or isinstance(event, FeatureEvent):
+        x = event.x  # type: ignore[union-attr]
+        nbytes += VALUE_BYTES * len(x)
+        for value in x.values():
             if value.__class__ is str:
                 n = len(value)  # type: ignore[arg-type]
                 nbytes += n

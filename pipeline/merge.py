@@ -111,6 +111,33 @@ class EventMerger:
                 self.feature_ids[event.id] = self.feature_ids.get(event.id, 0) + 1
         return True
 
+    def push_many(
+        self, topic: str, events: list[InputEvent], source: Source | None, sizes: list[int]
+    ) -> None:
+        """:meth:`push` each of ``events`` (no end marker) read from ``source`` on a topic
+        that has not ended, with their bytes ``sizes``."""
+        side = self.sides[topic]
+        side.queue.extend(events)
+        side.sources.extend([source] * len(events))
+        side.sizes.extend(sizes)
+        self.nbytes += sum(sizes)
+        if topic == FEATURES:
+            ids = self.feature_ids
+            for event in events:
+                ids[event.id] = ids.get(event.id, 0) + 1  # type: ignore[union-attr]
+
+    def drop_queued(self) -> int:
+        """Empty both queues (their events will never be released); return how many."""
+        n = 0
+        for side in self.sides.values():
+            n += len(side.queue)
+            side.queue.clear()
+            side.sources.clear()
+            side.sizes.clear()
+        self.nbytes = 0
+        self.feature_ids = {}
+        return n
+
     def _left(self, side: _Side) -> Queued:
         """Take the first event queued on ``side``."""
         event, nbytes = side.queue.popleft(), side.sizes.popleft()
@@ -128,21 +155,43 @@ class EventMerger:
     def ready_items(self) -> list[Queued]:
         """:meth:`ready`, each event with the source and bytes it was pushed with."""
         f, lab = self.sides[FEATURES], self.sides[LABELS]
+        fq, lq = f.queue, lab.queue
         out: list[Queued] = []
-        while True:
-            if f.queue and lab.queue:
-                side = f if f.queue[0].order_key <= lab.queue[0].order_key else lab
-            elif f.queue and lab.ended:
-                side = f
-            elif lab.queue and f.ended:
-                side = lab
-            else:
-                break
-            out.append(self._left(side))
+        left = self._left
+        if fq and lq:
+            out = self._merge_heads(f, lab)
+        if fq and lab.ended:
+            out.extend([left(f) for _ in range(len(fq))])
+        elif lq and f.ended:
+            out.extend([left(lab) for _ in range(len(lq))])
         if f.ended and lab.ended and not f.queue and not lab.queue and not self.end_released:
             self.end_released = True
             ends = [Queued(s.end, s.end_source, 0) for s in (f, lab) if s.end is not None]
             out.append(max(ends, key=lambda e: e.event.order_key))
+        return out
+
+    def _merge_heads(self, f: _Side, lab: _Side) -> list[Queued]:
+        """Release the head that sorts first by ``(ts, seq)`` (features first at a tie)
+        while both sides have one (:meth:`_left`, inlined: the merge's hot loop)."""
+        fq, fs, fz, lq, ls, lz = f.queue, f.sources, f.sizes, lab.queue, lab.sources, lab.sizes
+        ids, new = self.feature_ids, tuple.__new__
+        out: list[Queued] = []
+        freed = 0
+        while fq and lq:
+            a, b = fq[0], lq[0]
+            if a.ts < b.ts or (a.ts == b.ts and a.seq <= b.seq):
+                fq.popleft()
+                n = fz.popleft()
+                out.append(new(Queued, (a, fs.popleft(), n)))
+                left = ids.pop(a.id) - 1  # type: ignore[union-attr]
+                if left:
+                    ids[a.id] = left  # type: ignore[union-attr]
+            else:
+                lq.popleft()
+                n = lz.popleft()
+                out.append(new(Queued, (b, ls.popleft(), n)))
+            freed += n
+        self.nbytes -= freed
         return out
 
     def release_idle(self, topic: str) -> list[InputEvent]:

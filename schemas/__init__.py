@@ -85,6 +85,7 @@ __all__ = [
     "reason_text",
     "schema",
     "validate",
+    "validator_of",
 ]
 
 
@@ -270,8 +271,50 @@ def _check_end(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _plain_features(m: Any) -> bool:
+    """Whether ``m`` is a feature event :func:`check_features` accepts, told at a glance for
+    the common form (float ``ts``, int ``seq``, float or string values); ``False`` leaves
+    the verdict to the detailed checks."""
+    if type(m) is not dict or m.keys() != _FEATURE_KEYS:
+        return False
+    s, i, t, q, x = m["stream"], m["id"], m["ts"], m["seq"], m["x"]
+    if type(s) is not str or type(i) is not str or type(t) is not float or type(q) is not int:
+        return False
+    if type(x) is not dict or not (0 < len(s) <= MAX_ID_LENGTH and 0 < len(i) <= MAX_ID_LENGTH):
+        return False
+    if t - t != 0.0 or q < 0:
+        return False
+    for k, v in x.items():
+        if type(v) is float:
+            if v - v != 0.0:
+                return False
+        elif type(v) is not str:
+            return False
+        if type(k) is not str or not k:
+            return False
+    return True
+
+
+def _plain_label(m: Any) -> bool:
+    """:func:`_plain_features` for a label event (a string ``y``)."""
+    if type(m) is not dict or m.keys() != _LABEL_KEYS:
+        return False
+    s, i, t, q = m["stream"], m["id"], m["ts"], m["seq"]
+    if type(s) is not str or type(i) is not str or type(t) is not float or type(q) is not int:
+        return False
+    return (
+        type(m["y"]) is str
+        and 0 < len(s) <= MAX_ID_LENGTH
+        and 0 < len(i) <= MAX_ID_LENGTH
+        and t - t == 0.0
+        and q >= 0
+    )
+
+
 def check_features(message: Any) -> str | None:
     """Fast check of a features-topic message (feature event or end marker)."""
+    if _plain_features(message):
+        return None
     if not isinstance(message, dict):
         return "not a JSON object"
     if "end" in message:
@@ -299,6 +342,8 @@ def check_features(message: Any) -> str | None:
 
 def check_labels(message: Any) -> str | None:
     """Fast check of a labels-topic message (label event or end marker)."""
+    if _plain_label(message):
+        return None
     if not isinstance(message, dict):
         return "not a JSON object"
     if "end" in message:
@@ -364,6 +409,19 @@ _FAST: dict[str, Callable[[Any], str | None]] = {
 
 
 # -- public API --------------------------------------------------------------------------------
+
+
+def validator_of(topic_kind: str) -> Callable[[Any], str | None]:
+    """:func:`validate` for ``topic_kind``, as one function (a loop over many messages).
+
+    >>> validator_of("labels")({"stream": "s", "id": "7", "ts": 3.0, "y": "UP", "seq": 1})
+    """
+    fast = _FAST.get(topic_kind)
+    if fast is not None:
+        return fast
+    if topic_kind not in KINDS:
+        raise ValueError(f"unknown topic kind {topic_kind!r}; known: {', '.join(KINDS)}")
+    return functools.partial(validate_reference, topic_kind)
 
 
 def validate(topic_kind: str, message: Any, *, reference: bool = False) -> str | None:

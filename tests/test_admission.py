@@ -207,7 +207,7 @@ def test_memory_error_while_pushing_stops_only_that_stream(monkeypatch: Any) -> 
     for stream in ("bad", "good"):
         h.send("experiments", encode({"stream": stream, "learners": ["nochange"]}), b"x")
     runner = h.worker.runners["bad"]
-    push = StreamRunner.push
+    push = StreamRunner.push_message
     calls = [0]
 
     def exhausted(self: StreamRunner, *args: Any) -> Any:
@@ -217,14 +217,16 @@ def test_memory_error_while_pushing_stops_only_that_stream(monkeypatch: Any) -> 
                 raise MemoryError()
         return push(self, *args)
 
-    monkeypatch.setattr(StreamRunner, "push", exhausted)
+    monkeypatch.setattr(StreamRunner, "push_message", exhausted)
     _labelled(h, "bad", 4)
     _labelled(h, "good", 4)
     [letter] = h.deadletters()
     assert letter["kind"] == "worker_error" and letter["topic"] == NAMES.features
     assert letter["offset"] == 1 and letter["reason"].endswith("stream 'bad' was stopped")
     assert runner.failed == "MemoryError: " and not runner.finished
-    assert runner.ingest_counts()["after_failure"] == 7  # events after the third, ends too
+    # the label of instance 0, queued (dropped when the stream stopped), and the events
+    # after the third, ends too
+    assert runner.ingest_counts()["after_failure"] == 8
     kinds = [(m["stream"], m["kind"]) for m in h.producer.on("metrics")]
     assert ("bad", "failed") in kinds and ("good", "results") in kinds
     assert ("bad", "results") not in kinds

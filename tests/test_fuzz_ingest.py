@@ -31,6 +31,7 @@ from streameval.agents.config import KafkaSettings
 from streameval.agents.replay import PackedMessages
 from streameval.agents.topics import TopicNames
 from streameval.agents.worker import StreamWorker
+from streameval.pipeline.columnar import ColumnarExperiment
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config, prepare, schedule
 from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, clean
@@ -662,15 +663,21 @@ class Exploding:
         return self.inner.predict_proba_many(xs, at=at)
 
 
+def explode(runner: StreamRunner) -> None:
+    """Make the second learner of ``runner``'s experiment raise on the label ``boom``."""
+    experiment = runner.experiment
+    experiment.slots[1].learner = Exploding(experiment.slots[1].learner)
+    if isinstance(experiment, ColumnarExperiment):
+        experiment._plan()  # it binds its learners' methods once (and after a restore)
+
+
 def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worker() -> None:
     """The event goes to deadletter with the error; the stream is marked failed (also in its
     checkpoint, so a restarted worker does not fail again); another stream goes on."""
     h = Harness()
     for stream in ("bad", "good"):
         h.send("experiments", encode({"stream": stream, "learners": ["nochange", "nb"]}), b"x")
-    h.worker.runners["bad"].experiment.slots[1].learner = Exploding(
-        h.worker.runners["bad"].experiment.slots[1].learner
-    )
+    explode(h.worker.runners["bad"])
     offsets = {}
     for stream in ("bad", "good"):
         for i in range(6):
@@ -686,9 +693,11 @@ def test_a_learner_that_raises_stops_its_stream_only_and_never_crashes_the_worke
     failed = "learner 'nb' failed on instance 3 (learn): ValueError: cannot learn boom"
     assert bad.failed == failed and not bad.finished
     assert bad.experiment.n_labelled == 4  # labels 0-3 were scored; 3 failed while learning
-    # label 3 was released by the features of 4 (then in the merge); after the failure came
-    # label 4, the features and label of 5 and the two end markers
-    assert bad.ingest_counts()["after_failure"] == 5
+    # label 3 was released by the features of 4, which the merge still held when the stream
+    # stopped (dropped); after the failure came label 4, the features and label of 5 and the
+    # two end markers
+    assert bad.ingest_counts()["after_failure"] == 6
+    assert bad.merger.n_waiting == 0 and bad.held == 0  # nothing held for a stopped stream
     [letter] = h.deadletters()
     assert letter["kind"] == "experiment_error" and "cannot learn boom" in letter["reason"]
     assert (letter["topic"], letter["offset"]) == (NAMES.labels, offsets["bad", 3])
@@ -720,7 +729,7 @@ def test_a_stream_that_fails_on_an_idle_released_event_says_so() -> None:
     h = Harness(idle_timeout=5.0)
     h.send("experiments", encode({"stream": "s", "learners": ["nochange", "nb"]}), b"x")
     runner = h.worker.runners["s"]
-    runner.experiment.slots[1].learner = Exploding(runner.experiment.slots[1].learner)
+    explode(runner)
     h.send("features", _features("s", 0))
     h.send("labels", encode({"stream": "s", "id": "0", "ts": 0.5, "y": "boom", "seq": 1}))
     assert runner.merger.n_queued("labels") == 1  # waits for the features topic to pass 0.5

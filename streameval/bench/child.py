@@ -21,6 +21,7 @@ from streameval.bench.speed import child_evaluate_per_event, child_river_bare
 from streameval.bench.target1 import child_river
 from streameval.bench.target6 import child_kafka_curve
 from streameval.bench.target_moa import child_capymoa, child_river_loop
+from streameval.bench.target_s3 import child_kafka_filled
 
 CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "evaluate": child_evaluate,
@@ -29,6 +30,7 @@ CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "raw": child_raw,
     "kafka_run": child_kafka_run,
     "kafka_curve": child_kafka_curve,
+    "kafka_filled": child_kafka_filled,
     "capymoa": child_capymoa,
     "river_loop": child_river_loop,
     "river_bare": child_river_bare,

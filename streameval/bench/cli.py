@@ -24,6 +24,7 @@ from streameval.bench.speed import plan_speed1, plan_speed2
 from streameval.bench.target1 import plan_target1
 from streameval.bench.target6 import plan_target6
 from streameval.bench.target_moa import plan_target_moa
+from streameval.bench.target_s3 import plan_target_s3
 from streameval.bench.targets23 import plan_kafka
 from streameval.bench.targets45 import plan_targets45
 
@@ -51,7 +52,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="T",
-        help="run only these targets (1..6, s1, s2, moa; repeatable or comma-separated)",
+        help="run only these targets (1..6, s1, s2, s3, moa; repeatable or comma-separated)",
     )
     p.add_argument(
         "--out",
@@ -137,7 +138,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             builders.append(plan_speed2(bench, plan))
         if "moa" in targets:
             builders.append(plan_target_moa(bench, plan))
-        if any(t in targets for t in ("2", "3", "6")):
+        if any(t in targets for t in ("2", "3", "6", "s3")):
             from streameval.agents.broker import EmbeddedBroker, wait_for_broker
             from streameval.agents.config import KafkaSettings
 
@@ -156,6 +157,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 builders.append(plan_kafka(bench, plan, bootstrap, targets))
             if "6" in targets:
                 builders.append(plan_target6(bench, plan, bootstrap))
+            if "s3" in targets:
+                builders.append(plan_target_s3(bench, plan, bootstrap))
             if broker is not None and broker.pid:
                 hwm = proc_status_kib(broker.pid)
                 if hwm:
@@ -163,7 +166,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     for build in builders:
         rows.extend(build())
-    order = {"1": 1, "2": 2, "ref": 3, "3": 3, "4": 4, "5": 5, "6": 6, "s2": 7, "moa": 8}
+    order = {
+        "1": 1,
+        "2": 2,
+        "ref": 3,
+        "3": 3,
+        "4": 4,
+        "5": 5,
+        "6": 6,
+        "s1": 7,
+        "s2": 8,
+        "s3": 9,
+        "moa": 10,
+    }
     rows.sort(key=lambda r: order.get(r.target, 9))  # stable: a reference before its rows
     wall = time.perf_counter() - bench.started
     doc = {

@@ -35,7 +35,7 @@ def kafka_settings(job: dict[str, Any]) -> Any:
 
 def child_raw(job: dict[str, Any]) -> dict[str, Any]:
     """Reference (a): produce the replay's own messages raw, then consume + ``json.loads`` them."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
 
     from streameval.agents.replay import PRODUCER_DEFAULTS, OneEventPerMessage, PackedMessages
     from streameval.agents.topics import ensure_topics
@@ -82,6 +82,23 @@ def child_raw(job: dict[str, Any]) -> dict[str, Any]:
     if left:
         raise RuntimeError(f"{left} raw messages not delivered")
 
+    consume_seconds, decoded = consume_decode(settings, list(topic_of.values()), len(messages))
+    return {
+        "seconds": consume_seconds,
+        "produce_seconds": produce_seconds,
+        "events": n_events,
+        "events_decoded": decoded,  # the end marker travels to both topics
+        "messages": len(messages),
+        "bytes": sum(len(m.value) for m in messages),
+    }
+
+
+def consume_decode(settings: Any, topics: list[str], n_messages: int) -> tuple[float, int]:
+    """Read ``n_messages`` back from partition offset 0 of ``topics`` with a bare
+    ``Consumer`` and ``json.loads`` each: the seconds from ``assign`` to the last one
+    decoded, and the events decoded."""
+    from confluent_kafka import Consumer, TopicPartition
+
     consumer = Consumer(
         {
             **settings.confluent_config(),
@@ -91,36 +108,28 @@ def child_raw(job: dict[str, Any]) -> dict[str, Any]:
         }
     )
     parts = []
-    for topic in topic_of.values():
+    for topic in topics:
         meta = consumer.list_topics(topic, timeout=10)
         parts += [TopicPartition(topic, p, 0) for p in meta.topics[topic].partitions]
-    decoded = 0
-    got = 0
+    decoded = got = 0
     deadline = time.monotonic() + 300
     start = time.perf_counter()
     consumer.assign(parts)
     loads = json.loads
-    while got < len(messages):
+    while got < n_messages:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"raw consume: {got} of {len(messages)} messages after 300 s")
+            raise TimeoutError(f"raw consume: {got} of {n_messages} messages after 300 s")
         # ask for exactly what is left (at most 10,000): consume() returns when the batch is
         # full or the timeout passes, so a larger batch would add the timeout at the end
-        for msg in consumer.consume(min(10_000, len(messages) - got), 0.5):
+        for msg in consumer.consume(min(10_000, n_messages - got), 0.5):
             if msg.error():
                 continue
             value = loads(msg.value())
             decoded += len(value) if isinstance(value, list) else 1
             got += 1
-    consume_seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start
     consumer.close()
-    return {
-        "seconds": consume_seconds,
-        "produce_seconds": produce_seconds,
-        "events": n_events,
-        "events_decoded": decoded,  # the end marker travels to both topics
-        "messages": len(messages),
-        "bytes": sum(len(m.value) for m in messages),
-    }
+    return seconds, decoded
 
 
 _FAUST_TS = "%Y-%m-%d %H:%M:%S,%f"
@@ -151,6 +160,7 @@ RUN_MODULES = (
     "streameval.agents.broker",
     "streameval.agents.inline",
     "streameval.agents.replay",
+    "streameval.agents.replay_process",
     "streameval.agents.topics",
     "streameval.agents.worker",
     "streameval.pipeline.evaluate",

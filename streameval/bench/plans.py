@@ -30,6 +30,9 @@ TARGETS = {
     "on the same stream (electricity, covtype 100k)",
     "s2": "issue 15 speed target 2: evaluate with the two baselines, every metric, window "
     "and fading, >= 300,000 labelled instances/s in-process on electricity",
+    "s3": "issue 15 target 3: run with the two baselines, evaluating a filled topic, >= 0.25 x "
+    "the raw consume+decode of the same messages; run with nb end to end >= 0.8 x in-process "
+    "evaluate",
     "moa": "issue 15 target 4: evaluate with moa:NaiveBayes and moa:HoeffdingTree >= 0.8 x "
     "CapyMOA's prequential_evaluation of the same MOA learner on the same stream, same "
     "accuracy to 4 decimals (with River's bare loop and progressive_val_score as peers)",

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from streameval.bench.harness import Bench, Measured
 from streameval.bench.plans import BASELINES, NB_METRICS, Plan, experiment_config, stream_label
 from streameval.bench.rows import Row, error_row, fmt_mib, fmt_rate, reps_text, verdict
+from streameval.bench.target_s3 import t2_pair
 
 
 def plan_kafka(
@@ -27,22 +28,8 @@ def plan_kafka(
     t2, t3, raws = [], [], {}
     for dataset, limit in plan.kafka:
         for learners in plan.kafka_learners if "2" in targets else ():
-            kw = dict(NB_METRICS)
-            cfg = experiment_config(dataset, learners, limit=limit, **kw)
-            ref = b.declare(
-                f"T1/T2 evaluate {'+'.join(learners)}+window+fading {dataset} delay 0",
-                {"kind": "evaluate", "config": cfg},
-            )
-            run = b.declare(
-                f"T2 run_through_kafka {'+'.join(learners)}+window+fading {dataset}",
-                {
-                    "kind": "kafka_run",
-                    "config": cfg,
-                    "pack": 200,
-                    "bootstrap": bootstrap,
-                    "prefix": prefix(),
-                },
-            )
+            cfg = experiment_config(dataset, learners, limit=limit, **NB_METRICS)
+            ref, run = t2_pair(b, cfg, bootstrap)
             t2.append((dataset, limit, learners, ref, run))
         if "3" not in targets:
             continue
@@ -94,7 +81,10 @@ def plan_kafka(
                 f"{statistics.median(after):.2f} s"
             )
         if cpu:
-            who = "run process (replay thread included)" if r[0].get("inline") else "worker"
+            who = "worker"
+            if r[0].get("inline"):
+                forked = r[0]["runtime"].get("replay") == "process"
+                who = "run process (replay " + ("child excluded)" if forked else "thread included)")
             text += f"; {who} CPU median {statistics.median(cpu):.2f} s"
         return text
 

@@ -1,0 +1,226 @@
+"""``run``'s replay in a child process, beside the evaluation rather than in its way.
+
+``streameval run`` evaluates its stream in its own process (:mod:`streameval.agents.inline`)
+while the replay produces it. The replay is Python work too -- reading the CSV, building the
+events, encoding their JSON: over a second of CPU for Electricity -- and in a thread it holds
+the interpreter lock the evaluation needs. :class:`ReplayProcess` runs it in a child process
+instead, forked at the start of the run while this process has no Kafka client: librdkafka's
+threads do not survive a fork, and a client made in a child forked while one of them held a
+lock can hang. A process with any thread but its main one is therefore not forked
+(:func:`can_fork`): ``run`` then replays in a thread.
+
+The child makes its producer at once when the broker's address is already known (a
+configured cluster): an idempotent producer's first delivery waits 0.5-1 s for its producer
+id, and that wait then overlaps the run's own set-up. It produces nothing before the run
+says that the topics exist and that their start offsets were read (:meth:`ReplayProcess.produce`
+sends it ``go``); then the experiment's definition, then the replay, with that one producer.
+It reports its progress (events produced), then its
+:class:`~streameval.agents.replay.ReplayStats` or its exception, through a pipe. Setting the
+``stop`` event given to :meth:`~ReplayProcess.produce` ends it early: it stops at its next
+event, delivers what it produced and reports, as the thread does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import warnings
+from typing import Any
+
+from streameval.agents.config import KafkaSettings
+
+#: Seconds between two progress reports of the child.
+PROGRESS_EVERY = 0.25
+#: Seconds the child gets to stop once told to (then it is killed).
+STOP_GRACE = 10.0
+
+
+def can_fork() -> bool:
+    """Whether this process may fork a replay now: it has ``fork``, no Python thread but
+    the main one, and no native thread of another name than the process's (Linux lists
+    them in ``/proc``: librdkafka's are ``rdk:...``, a JVM's have their own names; numpy's
+    OpenBLAS pool keeps the process's name and stops itself around a fork)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        with open("/proc/self/comm") as f:
+            name = f.read()
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/comm") as f:
+                if f.read() != name:
+                    return False
+    except OSError:  # no /proc: nothing tells what runs
+        return False
+    return True
+
+
+class ReplayProcess:
+    """A forked child that replays ``config``'s dataset once told where (see the module
+    docstring). ``settings`` are the run's Kafka settings as known now (the child makes its
+    producer at once when they name the broker)."""
+
+    def __init__(
+        self,
+        config: Any,
+        settings: KafkaSettings,
+        *,
+        data_dir: str | None,
+        speed: float | None,
+        pack: int,
+    ) -> None:
+        context = multiprocessing.get_context("fork")
+        self._conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_child,
+            args=(child, config, settings, data_dir, speed, pack),
+            name="streameval-replay",
+            daemon=True,
+        )
+        with warnings.catch_warnings():  # Python >= 3.12 warns of any thread (OpenBLAS's)
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded")
+            self.process.start()
+        child.close()
+
+    def produce(self, settings: KafkaSettings, progress: Any, stop: threading.Event) -> Any:
+        """Let the child produce to ``settings``' topics; return its replay's stats.
+
+        ``progress`` (``advance(n)``, ``close()``) follows the events it produced. Raises
+        what the child raised, or :class:`RuntimeError` if it ended without a word.
+        """
+        self._conn.send(("go", settings))
+        stopping = False
+        while True:
+            if stop.is_set() and not stopping:
+                stopping = True
+                self.process.terminate()  # SIGTERM: it stops at its next event
+            if self._conn.poll(0.1):
+                try:
+                    kind, payload = self._conn.recv()
+                except EOFError:
+                    raise self._died() from None
+                if kind == "progress":
+                    progress.advance(payload)
+                    continue
+                progress.close()
+                if kind == "done":
+                    return payload
+                raise payload
+            if not self.process.is_alive() and not self._conn.poll(0):
+                raise self._died()
+
+    def _died(self) -> RuntimeError:
+        self.process.join(1.0)
+        code = self.process.exitcode
+        return RuntimeError(f"the replay process ended (exit code {code}) without a report")
+
+    def close(self) -> None:
+        """End the child if it still runs (the run failed before it was done); reap it."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_GRACE)
+            if self.process.is_alive():
+                self.process.kill()
+        self.process.join(5.0)
+        self._conn.close()
+
+
+class _Progress:
+    """The child's side of the progress: counts sent through the pipe, a few per second."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.n = 0
+        self.sent = time.monotonic()
+
+    def advance(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self.sent >= PROGRESS_EVERY:
+            self.conn.send(("progress", self.n))
+            self.n, self.sent = 0, now
+
+    def close(self) -> None:
+        if self.n:
+            self.conn.send(("progress", self.n))
+            self.n = 0
+
+
+def _child(
+    conn: Any,
+    config: Any,
+    settings: KafkaSettings,
+    data_dir: str | None,
+    speed: float | None,
+    pack: int,
+) -> None:
+    """The child's whole life: producer, ``go``, definition and replay, report."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        producer = _producer(settings) if settings.bootstrap_servers else None
+        message = conn.recv()
+        if message[0] != "go":
+            return
+        if producer is None or message[1].confluent_config() != settings.confluent_config():
+            producer = _producer(message[1])
+        stats = _replay(conn, config, message[1], producer, data_dir, speed, pack, stop)
+        conn.send(("done", stats))
+    except BaseException as exc:  # reported whole: the run raises it
+        try:
+            conn.send(("error", exc))
+        except Exception:  # not picklable: its text then
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+def _producer(settings: KafkaSettings) -> Any:
+    from confluent_kafka import Producer
+    from streameval.agents.replay import PRODUCER_DEFAULTS
+
+    return Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
+
+
+def _replay(
+    conn: Any,
+    config: Any,
+    settings: KafkaSettings,
+    producer: Any,
+    data_dir: str | None,
+    speed: float | None,
+    pack: int,
+    stop: threading.Event,
+) -> Any:
+    """Produce the experiment's definition, then replay its dataset (as ``submit`` and
+    :func:`~streameval.agents.run.replay_dataset` do, with one producer)."""
+    from streameval.agents.replay import OneEventPerMessage, PackedMessages, replay
+    from streameval.agents.run import experiment_message
+    from streameval.agents.topics import TopicNames
+    from streameval.pipeline.evaluate import expected_events, prepare, schedule
+
+    dataset, config = prepare(config, data_dir)
+    topic = TopicNames.for_prefix(settings.topic_prefix).experiments
+    errors: list[str] = []
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer.produce(
+        topic, experiment_message(config), config.stream.encode("utf-8"), on_delivery=delivered
+    )
+    events = itertools.takewhile(lambda _: not stop.is_set(), schedule(config, dataset))
+    stats = replay(
+        events,
+        settings,
+        speed=speed,
+        progress=_Progress(conn),
+        total=expected_events(config, dataset),
+        message_format=PackedMessages(pack) if pack > 1 else OneEventPerMessage(),
+        producer=producer,
+    )  # it delivers every message, the definition too
+    if errors:
+        raise RuntimeError(f"the experiment could not be written to {topic}: {errors[0]}")
+    return stats
