@@ -1,7 +1,7 @@
 """Batched ``predict_proba_many`` gives what a loop over ``predict_proba_one`` gives.
 
 Naive Bayes (``MixedNB``) and river's Hoeffding trees predict whole batches
-with numpy (``streameval.pipeline.learners.batch``); the temporal wrappers pass batches
+with numpy (``streameval.pipeline.learners.tree_batch``); the temporal wrappers pass batches
 through. Everything is checked against the loop on prefixes of the real
 streams: same classes in the same order, probabilities within 1e-9
 (relative), the same :func:`~streameval.pipeline.learners.base.argmax`.
@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from river.tree.nodes.hatc_nodes import AdaBranchClassifier
 from streameval.pipeline.learners.base import StreamContext, argmax
-from streameval.pipeline.learners.batch import NumericFrame, TreeBatch
+from streameval.pipeline.learners.frame import NumericFrame
 from streameval.pipeline.learners.naive_bayes import MixedNB
 from streameval.pipeline.learners.river_adapter import RiverClassifier, clean
 from streameval.pipeline.learners.spec import build_learner, learner_lags
 from streameval.pipeline.learners.temporal import TemporalCorrection, TemporallyAugmented
+from streameval.pipeline.learners.tree_batch import TreeBatch
 from streameval.pipeline.streams.datasets import load
 
 Row = tuple[dict[str, Any], str]

@@ -20,14 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import tree
 from streameval.pipeline.learners.base import argmax, argmax_rows
-from streameval.pipeline.learners.batch import (
-    NumericFrame,
-    TreeBatch,
-    argmax_log_rows,
-    log_sum_exp_normalise,
-)
+from streameval.pipeline.learners.frame import NumericFrame
+from streameval.pipeline.learners.logmath import argmax_log_rows, log_sum_exp_normalise
 from streameval.pipeline.learners.naive_bayes import MixedNB
 from streameval.pipeline.learners.river_adapter import RiverClassifier, clean
+from streameval.pipeline.learners.tree_batch import TreeBatch
 from streameval.pipeline.reeval.bins import _dominant_by_sweep, dominant_per_bin
 from streameval.pipeline.reeval.buffer import PendingBuffer
 from streameval.pipeline.reeval.rows import FeatureRows, PendingRows

@@ -23,12 +23,8 @@ from streameval.pipeline.evaluate import prepare, schedule
 from streameval.pipeline.events import MetricSnapshot
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.report.curves import CurveRecorder, curves_from_snapshots
-from streameval.pipeline.report.html import (
-    REPORT_NAME,
-    baseline_role,
-    ranking,
-    write_report,
-)
+from streameval.pipeline.report.html import REPORT_NAME, write_report
+from streameval.pipeline.report.html_tables import baseline_role, ranking
 
 from streameval.cli.report import add_report_command
 

@@ -2,7 +2,7 @@
 
 A round of continuous re-evaluation asks a naive Bayes for the classes of ~``delay /
 K`` pending instances, whose features come as a
-:class:`~streameval.pipeline.learners.batch.NumericFrame`. :func:`row_sums` gives, for
+:class:`~streameval.pipeline.learners.frame.NumericFrame`. :func:`row_sums` gives, for
 each row and class of a :class:`~streameval.pipeline.learners.gaussians.GaussianTable`,
 the sum over the row's features of ``log(1e-9 + density)``, computed with numpy (in any
 order, see :meth:`~streameval.pipeline.learners.gaussians.GaussianTable.error_bound`).
@@ -20,7 +20,7 @@ learned, contiguous blocks as slices) is a :class:`RowPlan`, kept while the fram
 their layout (the same ``index`` and ``binary`` objects, as the pending buffer's
 :class:`~streameval.pipeline.reeval.rows.FeatureRows` hands them out).
 
->>> from streameval.pipeline.learners.batch import NumericFrame
+>>> from streameval.pipeline.learners.frame import NumericFrame
 >>> from streameval.pipeline.learners.gaussians import GaussianTable
 >>> table = GaussianTable()
 >>> for x, c in [({"u": 0.1, "b": 0.0}, 0), ({"u": 0.4, "b": 1.0}, 0), ({"u": 0.9, "b": 1.0}, 1),
@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from streameval.pipeline.learners.batch import NumericFrame
+from streameval.pipeline.learners.frame import NumericFrame
 from streameval.pipeline.learners.gaussians import LOG_PDF_EPS, GaussianTable, _log_densities
 
 

@@ -17,7 +17,7 @@ prequential AUC of one class of a multiclass stream does).
 :class:`LabelSet`, which offers what those models use of a set (``add``,
 ``in``, ``len``, iteration, truth value) and iterates in first-seen order: the
 probabilities then depend on the stream only. The batched tree predictions of
-:mod:`~streameval.pipeline.learners.batch` read ``model.classes`` in the same
+:mod:`~streameval.pipeline.learners.tree_batch` read ``model.classes`` in the same
 order, so they still agree with ``predict_proba_one`` to the last bit.
 
 >>> from river import tree

@@ -67,9 +67,10 @@ from typing import Any
 import numpy as np
 from river import base, naive_bayes
 from streameval.pipeline.learners.base import argmax
-from streameval.pipeline.learners.batch import CLEAR_GAP, NumericFrame
+from streameval.pipeline.learners.frame import NumericFrame
 from streameval.pipeline.learners.gaussian_rows import row_sums
 from streameval.pipeline.learners.gaussians import PDF_EPS, GaussianTable
+from streameval.pipeline.learners.logmath import CLEAR_GAP
 
 #: Models with at most this many (numeric feature, class) pairs are computed with the
 #: scalar formula only.

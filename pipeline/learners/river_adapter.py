@@ -39,7 +39,7 @@ from river import base as river_base
 from river import compose, preprocessing
 from river import tree as river_tree
 from streameval.pipeline.learners.base import Features, Proba, StreamContext, argmax, bind_context
-from streameval.pipeline.learners.batch import NumericFrame, TreeBatch
+from streameval.pipeline.learners.frame import NumericFrame
 from streameval.pipeline.learners.labelset import order_labels
 from streameval.pipeline.learners.mixins import (
     LearnerWrapper,
@@ -47,6 +47,7 @@ from streameval.pipeline.learners.mixins import (
     StreamLearner,
     check_aligned,
 )
+from streameval.pipeline.learners.tree_batch import TreeBatch
 
 
 def _missing(value: Any) -> bool:
@@ -110,7 +111,7 @@ def cleaner_for(x: Features) -> Any:
 
 
 def _clean_batch(xs: Sequence[Features]) -> tuple[list[dict[str, Any]], NumericFrame]:
-    """``[clean(x) for x in xs]`` and its :class:`~streameval.pipeline.learners.batch.NumericFrame`;
+    """``[clean(x) for x in xs]`` and its :class:`~streameval.pipeline.learners.frame.NumericFrame`;
     the instances are only looked at again when some value is not a finite
     number or a ``str``. A :class:`~streameval.pipeline.reeval.rows.PendingRows` batch
     brings its frame along (kept by the pending buffer): nothing is converted."""
@@ -212,7 +213,7 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
     ) -> list[Proba]:
         """``predict_proba_one`` of each instance, in order, computed together.
 
-        Batched (same answers, see :mod:`streameval.pipeline.learners.batch` and
+        Batched (same answers, see :mod:`streameval.pipeline.learners.tree_batch` and
         :meth:`~streameval.pipeline.learners.naive_bayes.MixedNB.predict_proba_batch`)
         for a model with a ``predict_proba_batch`` method (``MixedNB``, which must
         give ``float`` probabilities) and for river's ``HoeffdingTreeClassifier``
@@ -235,7 +236,7 @@ class RiverClassifier(ProbaMixin, LearnerWrapper, river_base.Classifier):
         """``[argmax(p) for p in self.predict_proba_many(xs)]``, without making
         the dicts where the batch code ranks a matrix (a model with
         ``predict_labels_batch`` such as ``MixedNB``, plain Hoeffding trees:
-        see :func:`~streameval.pipeline.learners.batch.argmax_log_rows`)."""
+        see :func:`~streameval.pipeline.learners.logmath.argmax_log_rows`)."""
         if at is not None:
             check_aligned(xs, at)
         model = self.model

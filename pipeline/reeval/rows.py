@@ -2,9 +2,9 @@
 
 Continuous re-evaluation (``delayed-labelling-continuous-reevaluation.txt``,
 Algorithm 1) predicts every pending instance again every ``K`` labels. The
-batched learners (:mod:`streameval.pipeline.learners.batch`,
+batched learners (:mod:`streameval.pipeline.learners.tree_batch`,
 :mod:`streameval.pipeline.learners.naive_bayes`)
-work on a :class:`~streameval.pipeline.learners.batch.NumericFrame`: a float matrix and a
+work on a :class:`~streameval.pipeline.learners.frame.NumericFrame`: a float matrix and a
 presence mask. Building that frame from the feature dicts of ~``delay / K``
 instances for every learner at every label was the largest cost of
 re-evaluation; :class:`FeatureRows` builds each instance's row **once**, when
@@ -24,7 +24,7 @@ Columns
     One column per feature that has held a number (``int``, ``float``,
     ``bool``, numpy numbers), in order of first appearance in the stream. The
     rules are those of :func:`streameval.pipeline.learners.river_adapter.clean` followed
-    by :class:`~streameval.pipeline.learners.batch.NumericFrame`: a numeric value that is
+    by :class:`~streameval.pipeline.learners.frame.NumericFrame`: a numeric value that is
     NaN or infinite, and ``None``, is *missing* (not present); a ``str`` value
     is kept beside the row as ``(feature, value)``; any other value, and an integer
     beyond ``2**53`` (a float may round it), makes the row *odd*, and a round with an odd
@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from streameval.pipeline.learners.batch import NumericFrame, RowKey, is_number_type
+from streameval.pipeline.learners.frame import NumericFrame, RowKey, is_number_type
 
 #: Rows of a new store; the matrix doubles when full.
 INITIAL_ROWS = 64
