@@ -7,7 +7,7 @@ PYTHON ?= python3
 # the real datasets: $STREAMEVAL_DATA_DIR, else ../shared/datasets beside the clone if it exists
 export STREAMEVAL_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 
-.PHONY: help install test lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report readme-check
+.PHONY: help install test slow lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report readme-check
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -19,10 +19,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-test: install  ## the test suite (unit, real datasets, Kafka on the embedded broker) but the fault injections
-	$(PY) -m pytest -q -m "not faults and not moa"
+test: install  ## the test suite (unit, real-data prefixes, Kafka on the embedded broker; ~8 min) but the slow checks and the fault injections
+	$(PY) -m pytest -q -m "not faults and not moa and not slow"
 	# MOA's tests in a process of their own: the JVM they start stays in its process until exit
 	$(PY) -m pytest -q -p no:cacheprovider -m "moa and not faults"
+
+slow: install  ## the slow checks (whole real datasets, long Kafka scenarios, the dashboard in Chromium; ~11 min)
+	$(PY) -m pytest -q -p no:cacheprovider -m "slow and not faults and not moa"
 
 README_SLOW ?= 1
 readme-check: install  ## every README command as written, the slow ones too (make run, whole-Electricity tour, the broker session; ~20 min)
