@@ -27,6 +27,27 @@ def test_stream_ids_land_where_both_partitioners_agree() -> None:
         assert target6._partitions_of(sid, 2) == (i % 2, i % 2)
 
 
+def test_worker_ready_is_found_in_the_workers_own_log_lines(tmp_path) -> None:
+    # the line the worker writes (its text formatter), and Faust's default format
+    import logging
+    import time
+
+    from streameval.agents.service_log import TextFormatter
+
+    from streameval.bench.kafka_runs import log_time
+
+    record = logging.LogRecord(
+        "faust.tables.recovery", logging.INFO, "", 0, "Worker ready", (), None
+    )
+    record.created = 1_700_000_000.25
+    log = tmp_path / "worker.log"
+    faust = time.strftime("[%Y-%m-%d %H:%M:%S,500]", time.localtime(1_700_000_100))
+    log.write_text(f"started\n{TextFormatter().format(record)}\n{faust} Worker ready\n")
+    assert log_time(log, "Worker ready") == pytest.approx(1_700_000_000.25, abs=1e-3)
+    assert log_time(log, "Worker ready", last=True) == pytest.approx(1_700_000_100.5, abs=1e-3)
+    assert log_time(log, "never written") is None
+
+
 def test_targets_parse_and_reject_unknown() -> None:
     assert cli._targets(None) == list(bench.TARGETS)
     assert cli._targets(["t5,1"]) == ["1", "5"]

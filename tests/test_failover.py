@@ -42,6 +42,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 KEY = {"STREAMEVAL_CHECKPOINT_KEY": "failover-test-key-" + "k" * 24}
 N_STREAMS = 6
 LIMIT = 1500
+REPLAY_SPEED = 6e4  # event seconds per wall second: Electricity's 1,500 half-hours in 45 s
 
 
 def _config(stream: str, i: int) -> ExperimentConfig:
@@ -152,7 +153,9 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
             threading.Thread(
                 target=replay,
                 args=(list(schedule(c, prepare(c)[0])), settings),
-                kwargs={"speed": 1.5e5, "message_format": PackedMessages(20)},
+                # ~45 s of replay: the victim is still taking events when it is killed, so it
+                # has outputs that no checkpoint covers (a worker idle for a second saves one)
+                kwargs={"speed": REPLAY_SPEED, "message_format": PackedMessages(20)},
                 daemon=True,
             )
             for c in configs
@@ -172,6 +175,7 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
             wait_until(
                 lambda: _checkpointed(settings, theirs, 2), 120, "a regular checkpoint", alive
             )
+        replaying = any(thread.is_alive() for thread in replays)
         workers[victim].kill()  # SIGKILL
         workers[victim].wait(10)
         survivor = workers[1 - victim]
@@ -182,6 +186,8 @@ def test_a_killed_workers_streams_are_finished_by_the_other(
     finally:
         for worker in workers:
             stop_worker(worker)
+    # an idle victim checkpoints everything it published: nothing would be re-emitted
+    assert replaying, "the replay ended before the victim was killed: slow it (REPLAY_SPEED)"
     survivor_log = logs[1 - victim].read_text(errors="replace")
     flagged_total = 0
     for config in configs:

@@ -135,21 +135,43 @@ def consume_decode(settings: Any, topics: list[str], n_messages: int) -> tuple[f
 _FAUST_TS = "%Y-%m-%d %H:%M:%S,%f"
 
 
-def log_time(log: Path, needle: str, last: bool = False) -> float | None:
-    """Wall time (epoch s) of the first (or last) line of a Faust log containing ``needle``."""
+def line_time(line: str) -> float | None:
+    """Wall time (epoch s) at the start of a worker's log line: the worker's own format (an
+    ISO 8601 UTC time, ``2026-11-26T19:30:46.502Z info ...``) or Faust's default
+    (``[2026-11-26 19:30:46,502] ...``, local time); ``None`` for any other line.
+
+    >>> line_time("1970-01-01T00:01:40.500Z info faust.worker Ready")
+    100.5
+    >>> line_time("Traceback (most recent call last):") is None
+    True
+    """
     from datetime import datetime
 
+    try:
+        if line.startswith("["):
+            return datetime.strptime(line[1:24], _FAUST_TS).timestamp()
+        stamp = line.split(" ", 1)[0]
+        if not stamp.endswith("Z"):
+            return None
+        return datetime.fromisoformat(stamp[:-1] + "+00:00").timestamp()
+    except ValueError:
+        return None
+
+
+def log_time(log: Path, needle: str, last: bool = False) -> float | None:
+    """Wall time (epoch s) of the first (or last) line of a worker's log containing
+    ``needle`` (:func:`line_time`)."""
     found = None
     try:
         lines = log.read_text(errors="replace").splitlines()
     except OSError:
         return None
     for line in lines:
-        if needle in line and line.startswith("["):
-            try:
-                found = datetime.strptime(line[1:24], _FAUST_TS).timestamp()
-            except ValueError:
+        if needle in line:
+            at = line_time(line)
+            if at is None:
                 continue
+            found = at
             if not last:
                 return found
     return found
