@@ -24,7 +24,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from streameval.agents.admission import Budget, parse_size
     from streameval.agents.app import create_app, run_app
     from streameval.agents.checkpoint import checkpoint_key
-    from streameval.agents.collection import collecting_less
     from streameval.agents.publish import watched_producer
     from streameval.agents.worker import StreamWorker
 
@@ -88,15 +87,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
             settings, worker, web=args.web, web_host=args.web_host, web_port=args.web_port,
             web_bind=args.web_bind, health=health,
         )  # fmt: skip
-        with collecting_less():  # the worker's allocations: see streameval.agents.collection
-            run_app(
-                app,
-                web=args.web,
-                web_host=args.web_host,
-                web_port=args.web_port,
-                web_bind=args.web_bind,
-                loglevel=args.loglevel,
-            )
+        # the default collector thresholds (not streameval.agents.collection's): a service
+        # that runs for days keeps full collections frequent
+        run_app(
+            app,
+            web=args.web,
+            web_host=args.web_host,
+            web_port=args.web_port,
+            web_bind=args.web_bind,
+            loglevel=args.loglevel,
+        )
     finally:  # a worker that stops (or fails to start) stops watching its broker
         monitor.stop()
     return 0
