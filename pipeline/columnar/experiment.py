@@ -303,11 +303,13 @@ class ColumnarExperiment:
         for i, slot in enumerate(self.slots):
             first = record[ROW][LEARNERS + i]
             if self.emit_predictions:
-                final = (
-                    _label(labels, first)
-                    if unchanged
-                    else self.calls.predict(slot.learner, record[X], record[AT])[0]
-                )
+                reference = self._callers[i].reference
+                if unchanged:
+                    final = _label(labels, first)
+                elif reference is not None:  # never called: the baseline's prediction now
+                    final = _label(labels, self._maj if reference else self._per)
+                else:
+                    final = self.calls.predict(slot.learner, record[X], record[AT])[0]
                 out.append(
                     PredictionEvent(stream, slot.name, uid, ts, "final", final, self.n_bins + 1)
                 )
