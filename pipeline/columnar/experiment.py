@@ -45,6 +45,7 @@ from streameval.pipeline import reporting
 from streameval.pipeline.calls import LearnerCalls
 from streameval.pipeline.columnar.callers import Caller, callers_for
 from streameval.pipeline.columnar.labels import ClassCodes
+from streameval.pipeline.columnar.references import ReferenceScores
 from streameval.pipeline.columnar.scoreboard import Scoreboard
 from streameval.pipeline.columnar.segment import NONE, Segment
 from streameval.pipeline.columnar.waiting import Waiting
@@ -154,6 +155,8 @@ class ColumnarExperiment:
         # the reference baselines: No-Change's last label, Majority's counts and choice
         self._per = self._maj = NONE
         self._counts: list[int] = []
+        positive = config.positive
+        self._refs = ReferenceScores(positive) if positive is not None else None
         # the labels not yet on the board: their rows (arrival, firsts, code), their scores
         self._rows = array("q")
         self._scores = array("d")
@@ -167,7 +170,7 @@ class ColumnarExperiment:
         self._callers: list[Caller] = callers_for(
             self.slots,
             self.config.positive if with_auc else None,
-            label_only_ok=not with_auc and not self.config.drift_reset,
+            label_only_ok=not self.config.drift_reset,
         )
         self._predict = [(c.reference, c.predict) for c in self._callers]
         self._learners = [c.learn for c in self._callers if c.reference is None]
@@ -227,9 +230,12 @@ class ColumnarExperiment:
         row = [at, self._per, self._maj]
         scores: list[float] = []
         index = self.codes.index
+        refs = self._refs
         for reference, predict in self._predict:
             if reference is not None:  # a baseline's own prediction: no call
                 row.append(row[FIRSTS + reference])
+                if refs is not None:
+                    scores.append(refs.maj if reference else refs.per)
                 continue
             y_pred, score = predict(x, xc, at)
             if y_pred is None:
@@ -277,6 +283,8 @@ class ColumnarExperiment:
             code = self.codes.code(y)
             self._is_label.add(code)
             self.classes.append(str(y))
+            if self._refs is not None:
+                self._refs.learned(code, self.codes.labels)
         row = record[ROW]
         row.append(code)
         self._rows.extend(row)
@@ -336,6 +344,8 @@ class ColumnarExperiment:
         counts[code] += 1
         if code != self._maj and (self._maj == NONE or counts[code] >= counts[self._maj]):
             self._majority_after(code)
+        if self._refs is not None:
+            self._refs.update(code, counts)
         if not self._context_read:
             return
         self.context.receive(at, y)
