@@ -182,7 +182,19 @@ class StreamWorker:
             n_labelled=runner.experiment.n_labelled, seq=runner.n_outputs, emitted_seq=top,
             message=f"restored stream {stream} from checkpoint {self.checkpoints.ids[stream]}",
         )  # fmt: skip
+        self._unpark(stream, runner)
         return runner
+
+    def _unpark(self, stream: str, runner: StreamRunner) -> None:
+        """Push ``stream``'s parked events into its runner, in the order they came.
+
+        Done the moment the runner exists, before any later event of the stream: those
+        would move the runner's Kafka positions past the parked ones, which it would
+        then drop as redeliveries.
+        """
+        for parked in self.parking.take(stream):
+            topic_of = getattr(self.names, parked.kind)
+            self._push(runner, parked.kind, parked.event, topic_of, parked.position)
 
     # -- input ----------------------------------------------------------------------------
 
@@ -289,9 +301,7 @@ class StreamWorker:
         )  # fmt: skip
         if self.checkpoints.enabled:  # before any output: a successor finds where outputs start
             self.checkpoint()
-        for parked in self.parking.take(config.stream):
-            topic_of = getattr(self.names, parked.kind)
-            self._push(runner, parked.kind, parked.event, topic_of, parked.position)
+        self._unpark(config.stream, runner)
         return None
 
     def _route(
@@ -502,12 +512,9 @@ class StreamWorker:
         self._refresh_wait = 2.0 if found else min(2 * self._refresh_wait, 32.0)
         self._looked |= parked  # just looked for, all of them
         for stream in sorted(found):
-            runner = self._runner(stream)
-            if runner is None:
-                continue
-            for parked in self.parking.take(stream):
-                topic_of = getattr(self.names, parked.kind)
-                self._push(runner, parked.kind, parked.event, topic_of, parked.position)
+            runner = self._runner(stream)  # a restored one has taken its parked events
+            if runner is not None:
+                self._unpark(stream, runner)
 
     def tick(self) -> None:
         """Periodic housekeeping: parked streams' checkpoints, parked timeouts, idle

@@ -223,7 +223,13 @@ def free_port() -> int:
 class LostBrokerRun:
     """An Electricity stream replayed into a broker of its own, and a worker with ``--web``."""
 
-    def __init__(self, broker: EmbeddedBroker, data_dir: Path, tmp_path: Path) -> None:
+    def __init__(
+        self,
+        broker: EmbeddedBroker,
+        data_dir: Path,
+        tmp_path: Path,
+        learners: tuple[str, ...] = ("nochange", "nb"),
+    ) -> None:
         self.broker = broker
         self.settings = replace(
             KafkaSettings.from_env().with_bootstrap(broker.bootstrap),
@@ -236,7 +242,7 @@ class LostBrokerRun:
         )
         self.config = ExperimentConfig(
             f"lost-{uuid.uuid4().hex[:6]}",
-            ["nochange", "nb"],
+            list(learners),
             dataset="electricity",
             limit=20_000,
             delay="48",
@@ -265,12 +271,14 @@ class LostBrokerRun:
         self.workers.append(worker)
         return worker, f"http://127.0.0.1:{port}", log_path
 
-    def wait_labelled(self, base: str, worker: subprocess.Popen, n: int) -> None:
+    def wait_labelled(self, base: str, worker: subprocess.Popen, n: int) -> dict[str, Any]:
+        """Until the worker has labelled ``n`` instances; its stream's /health entry then."""
         deadline = time.monotonic() + 300  # generous: the machine may be loaded
         while time.monotonic() < deadline and worker.poll() is None:
             _, body = get_json(base + "/health")
-            if body.get("streams", {}).get(self.config.stream, {}).get("n_labelled", 0) >= n:
-                return
+            stream = body.get("streams", {}).get(self.config.stream, {})
+            if stream.get("n_labelled", 0) >= n:
+                return stream
             time.sleep(0.2)
         pytest.fail(f"the worker did not reach {n} labels (rc {worker.poll()})")
 
