@@ -17,6 +17,7 @@ machine): like the README's other whole-dataset commands it runs in ``make readm
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -86,13 +87,23 @@ def wait_for(into: list[str], pattern: str, proc: subprocess.Popen, timeout: flo
 
 
 def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
+    """End ``proc``'s whole process group: the session's worker, started in the background
+    (``&``), outlives the shell that started it."""
+    try:
         os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: a zombie still counts in its group
         try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
 
 
 @pytest.mark.slow
