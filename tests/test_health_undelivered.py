@@ -48,7 +48,7 @@ def test_broker_restarted_empty_health_turns_503_naming_undelivered_outputs(run)
     stream = lost.wait_labelled(base, worker, 2000)
     os.kill(worker.pid, signal.SIGSTOP)
     try:
-        assert not stream["finished"], stream  # k-NN too fast: the case needs work left
+        assert not stream["finished"], stream  # the case needs work left after the restart
         lost.broker.stop()
         lost.broker.start()  # the same port, no topics, no data
     finally:
