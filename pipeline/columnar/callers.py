@@ -35,18 +35,28 @@ from streameval.pipeline.learners.river_adapter import RiverClassifier
 
 Predict = Callable[[Any, Any, int], tuple[Hashable | None, float]]
 Learn = Callable[[Any, Any, Hashable, int], None]
+Ask = Callable[[Any, Any, int], Any]
+Answer = Callable[[Any, int], tuple[Hashable | None, float]]
 
 
 @dataclass
 class Caller:
     """One learner's calls: ``predict(x, x_clean, at)`` gives ``(label, score)``,
-    ``learn(x, x_clean, y, at)``; ``reference`` set means: not called at all."""
+    ``learn(x, x_clean, y, at)``; ``reference`` set means: not called at all.
+
+    ``predict`` is ``answer(ask(x, x_clean, at), at)``: ``ask`` is the learner's own call
+    (its raw answer, the class probabilities), ``answer`` what the evaluation makes of it,
+    so that a driver may call the learners for many instances first and read their
+    answers after (:meth:`~streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate`).
+    """
 
     name: str
     predict: Predict
     learn: Learn
     cleaned: bool = False
     reference: int | None = None
+    ask: Ask | None = None
+    answer: Answer | None = None
 
 
 def reference_of(learner: Any) -> int | None:
@@ -85,18 +95,26 @@ def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
     proba_one = getattr(model, "predict_proba_one", None) or _no_proba
     model_learn = model.learn_one
 
-    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+    def ask(x: Any, xc: Any, at: int) -> Any:
         try:
             try:
-                proba = proba_one(xc)
+                return proba_one(xc)
             except NotImplementedError:  # river's default for label-only classifiers
                 label = model.predict_one(xc)
-                proba = {} if label is None else {label: 1.0}
+                return {} if label is None else {label: 1.0}
+        except Exception as exc:
+            raise LearnerFailed(name, at, "predict", exc) from exc
+
+    def answer(proba: Any, at: int) -> tuple[Hashable | None, float]:
+        try:
             if positive is None:
                 return argmax(proba), 0.0
             return argmax(proba), _score(proba, positive)
         except Exception as exc:
             raise LearnerFailed(name, at, "predict", exc) from exc
+
+    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+        return answer(ask(x, xc, at), at)
 
     def learn(x: Any, xc: Any, y: Hashable, at: int) -> None:
         try:
@@ -104,20 +122,25 @@ def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
         except Exception as exc:
             raise LearnerFailed(name, at, "learn", exc) from exc
 
-    return Caller(name, predict, learn, cleaned=True)
+    return Caller(name, predict, learn, cleaned=True, ask=ask, answer=answer)
 
 
 def _generic(name: str, learner: Any, positive: str | None) -> Caller:
     proba_one, learner_learn = learner.predict_proba_one, learner.learn_one
 
-    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+    def ask(x: Any, xc: Any, at: int) -> Any:
         try:
-            proba = proba_one(x, at=at)
+            return proba_one(x, at=at)
         except LearnerFailed:
             raise
         except Exception as exc:
             raise LearnerFailed(name, at, "predict", exc) from exc
+
+    def answer(proba: Any, at: int) -> tuple[Hashable | None, float]:
         return argmax(proba), positive_score(proba, positive) if positive is not None else 0.0
+
+    def predict(x: Any, xc: Any, at: int) -> tuple[Hashable | None, float]:
+        return answer(ask(x, xc, at), at)
 
     def learn(x: Any, xc: Any, y: Hashable, at: int) -> None:
         try:
@@ -127,7 +150,7 @@ def _generic(name: str, learner: Any, positive: str | None) -> Caller:
         except Exception as exc:
             raise LearnerFailed(name, at, "learn", exc) from exc
 
-    return Caller(name, predict, learn)
+    return Caller(name, predict, learn, ask=ask, answer=answer)
 
 
 def callers_for(slots: Sequence[Any], positive: str | None, *, label_only_ok: bool) -> list[Caller]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from streameval.pipeline.columnar.callers import reference_of
 from streameval.pipeline.columnar.experiment import ColumnarExperiment, unsupported
+from streameval.pipeline.columnar.immediate import BLOCK as IMMEDIATE_BLOCK
 from streameval.pipeline.columnar.labels import LabelBaselines
 from streameval.pipeline.columnar.schedule import LabelSchedule, applies
 from streameval.pipeline.columnar.segment import Segment
@@ -155,20 +156,29 @@ def drive_immediate(
 ) -> dict[str, Any]:
     """Test-then-train (delay 0): each instance's features, then its label, the schedule
     of :func:`~streameval.pipeline.streams.schedule.schedule_steps` under ``InstanceDelay(0)``
-    without building its steps; the outputs are left out (the snapshots go to the curves)."""
+    without building its steps, a block at a time
+    (:meth:`~streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate`); the
+    outputs are left out (the snapshots go to the curves)."""
     bar = LabelProgress(None if total is None else (total - 1) // 2, enabled=progress)
     start = time.perf_counter()
-    features, label = experiment.features, experiment.label
     n, last_ts = 0, None
-    for inst in instances:
-        ts = inst.ts
-        if last_ts is not None and ts < last_ts:
-            raise decreasing(inst, ts, last_ts)
-        features(inst.id, ts, inst.x)
-        label(inst.id, ts, inst.y)
-        last_ts = ts
-        n += 1
-        if progress and not n % PROGRESS_EVERY:
+    it = iter(instances)
+    while True:
+        block: list[Instance] = []
+        for inst in it:  # a block in event-time order, cut short by a time that decreases
+            ts = inst.ts
+            if last_ts is not None and ts < last_ts:
+                experiment.immediate(block)
+                raise decreasing(inst, ts, last_ts)
+            block.append(inst)
+            last_ts = ts
+            if len(block) == IMMEDIATE_BLOCK:
+                break
+        if not block:
+            break
+        experiment.immediate(block)
+        n += len(block)
+        if progress:
             _follow(bar, experiment)
     experiment.end(0.0 if last_ts is None else last_ts)
     _follow(bar, experiment)

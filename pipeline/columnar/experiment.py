@@ -37,13 +37,14 @@ reference baselines'.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from streameval.pipeline import reporting
 from streameval.pipeline.calls import LearnerCalls
 from streameval.pipeline.columnar.callers import Caller, callers_for
+from streameval.pipeline.columnar.immediate import Replay, ask_and_learn
 from streameval.pipeline.columnar.labels import ClassCodes
 from streameval.pipeline.columnar.references import ReferenceScores
 from streameval.pipeline.columnar.scoreboard import Scoreboard
@@ -69,6 +70,7 @@ from streameval.pipeline.lineup import build_learners, scorecard_for
 from streameval.pipeline.pairs import PairwiseComparisons
 from streameval.pipeline.protocol import protocol_of
 from streameval.pipeline.report.curves import CurveRecorder
+from streameval.pipeline.streams.base import Instance
 
 #: Labels scored between two updates of the scoreboard when no snapshot asks sooner:
 #: bounds the rows held as Python lists.
@@ -205,6 +207,43 @@ class ColumnarExperiment:
         return out
 
     run = process_block
+
+    @property
+    def two_pass(self) -> bool:
+        """Whether :meth:`immediate` may call the learners for a whole block before
+        evaluating their answers: nothing done between two calls of a learner reads or
+        changes it (see :mod:`~streameval.pipeline.columnar.immediate`)."""
+        return not (self._context_read or self._watch or self.config.stop_at_labels is not None)
+
+    def immediate(self, instances: Sequence[Instance]) -> None:
+        """Each instance's :meth:`features`, then its :meth:`label` (test-then-train, delay
+        0), the same results as calling them in turn; the outputs are left out. In two
+        passes when :attr:`two_pass` allows: the learners' calls for all of ``instances``,
+        then the evaluation of their answers. A learner's failure is raised once the
+        instances before it are evaluated."""
+        if not self.two_pass:
+            for inst in instances:
+                self.features(inst.id, inst.ts, inst.x)
+                self.label(inst.id, inst.ts, inst.y)
+            return
+        clean = (lambda x: self._clean(x)) if self._cleans else None
+        first = self.n_instances
+        asked, done, failure = ask_and_learn(self._callers, instances, first, clean)
+        replay = Replay(self._callers, asked)
+        saved = self._predict, self._learners, self._cleans
+        # the learners have answered and learned: the evaluation reads their answers
+        self._predict, self._learners, self._cleans = replay.predict, [], False
+        try:
+            for inst in instances[:done]:
+                self.features(inst.id, inst.ts, inst.x)
+                self.label(inst.id, inst.ts, inst.y)
+        finally:
+            self._predict, self._learners, self._cleans = saved
+        if self.n_instances != first + done:
+            raise RuntimeError("the evaluation did not take every instance the learners saw")
+        replay.check_used()
+        if failure is not None:
+            raise failure
 
     @property
     def stopped(self) -> bool:
