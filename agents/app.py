@@ -123,7 +123,7 @@ def create_app(
                 await loop.run_in_executor(None, worker.checkpoint)
                 break
             except RuntimeError as exc:
-                if worker.publisher.delivery_errors or health is None:
+                if worker.publisher.delivery_errors or worker.publisher.fatal or health is None:
                     _give_up(f"outputs could not be delivered: {exc}")
                 now = loop.time()
                 first_failure = now if first_failure is None else first_failure

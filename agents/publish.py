@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from streameval.agents.codec import (
     encode,
     failed_message,
@@ -87,6 +88,7 @@ class Publisher:
         self.pending: dict[str, list[dict[str, Any]]] = {}
         self.delivery_errors: list[str] = []
         self.waiting = DeliveryWatch()  # produced, not yet reported: stalled deliveries
+        self.fatal: str | None = None  # why the producer can deliver nothing any more
         self.clock = time.monotonic
         self.partition_counts: dict[str, int] = {}
 
@@ -120,15 +122,53 @@ class Publisher:
         (else the key's); waits while the producer's local queue is full."""
         data = None if value is None else encode(value)
         where = {} if partition is None else {"partition": partition}
-        while True:
+        while self.fatal is None:
             try:
                 self.producer.produce(
                     topic, data, key.encode("utf-8"), on_delivery=self._delivered, **where
                 )
-                break
+                self.waiting.produced(self.clock())
+                return
             except BufferError:
-                self.producer.poll(0.05)
-        self.waiting.produced(self.clock())
+                self.poll(0.05)
+            except KafkaException as exc:
+                self._failed(exc)
+        self._not_delivered(f"{topic}: not produced, {self.fatal}")
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Serve delivery reports for up to ``timeout`` s; a fatal error is kept, not raised."""
+        try:
+            self.producer.poll(timeout)
+        except KafkaException as exc:
+            self._failed(exc)
+
+    def flush(self, timeout: float) -> int:
+        """Wait up to ``timeout`` s for what was produced; how many messages are left."""
+        try:
+            return self.producer.flush(timeout)
+        except KafkaException as exc:
+            self._failed(exc)
+            return len(self.producer) if hasattr(self.producer, "__len__") else 1
+
+    def _failed(self, exc: KafkaException) -> None:
+        """Keep a fatal producer error in :attr:`fatal`; raise any other.
+
+        An idempotent producer fails fatally when the broker no longer knows its producer
+        id (a broker that restarted empty): it can produce nothing more, so every output
+        from then on is not delivered, which ``/health`` reports and the next checkpoint
+        refuses (the worker then exits, and a restart resumes from the last checkpoint).
+        """
+        err = exc.args[0] if exc.args else None
+        if not isinstance(err, KafkaError) or not (err.fatal() or err.code() == KafkaError._FATAL):
+            raise exc
+        if self.fatal is None:
+            self.fatal = f"the output producer failed: {err.str()}"
+            log.error("%s; no output can be delivered any more", self.fatal)
+
+    def _not_delivered(self, reason: str) -> None:
+        self.counts["delivery_errors"] += 1
+        if len(self.delivery_errors) < ERRORS_KEPT:
+            self.delivery_errors.append(reason)
 
     def produce_checkpoint(self, key: str, value: dict[str, Any] | None, stream: str) -> None:
         """A record of ``stream``'s checkpoint (or a tombstone), on the stream's partition:
@@ -157,9 +197,7 @@ class Publisher:
     def _delivered(self, err: Any, msg: Any) -> None:
         self.waiting.reported(self.clock(), ok=err is None)
         if err is not None:
-            self.counts["delivery_errors"] += 1
-            if len(self.delivery_errors) < ERRORS_KEPT:
-                self.delivery_errors.append(f"{msg.topic()}: {err}")
+            self._not_delivered(f"{msg.topic()}: {err}")
             return
         offset = msg.offset()
         if offset is not None and offset >= 0:
@@ -189,7 +227,7 @@ class Publisher:
                 self.produce(self.topics[kind], value["stream"], value)
             seq += 1
         if outputs:
-            self.producer.poll(0)
+            self.poll(0)
 
     def flush_predictions(self) -> None:
         """Produce the collected predictions: a JSON array per stream and chunk, in seq order."""
@@ -200,7 +238,7 @@ class Publisher:
             for i in range(0, len(values), PREDICTIONS_PER_MESSAGE):
                 self.produce(topic, stream, values[i : i + PREDICTIONS_PER_MESSAGE])
         self.pending = {}
-        self.producer.poll(0)
+        self.poll(0)
 
     def publish_results(self, stream: str, runner: StreamRunner) -> None:
         """The results document of a finished ``stream``, its last output."""
@@ -284,26 +322,28 @@ class Publisher:
     def confirm(self, timeout: float = 30.0) -> None:
         """Wait until everything produced is delivered; ``RuntimeError`` if anything was not."""
         self.flush_predictions()
-        remaining = self.producer.flush(timeout)
-        if remaining or self.delivery_errors:
-            raise RuntimeError(
-                f"outputs not delivered ({remaining} queued): " + "; ".join(self.delivery_errors)
-            )
+        remaining = self.flush(timeout)
+        if remaining or self.delivery_errors or self.fatal:
+            errors = self.delivery_errors or [self.fatal or "none reported yet"]
+            raise RuntimeError(f"outputs not delivered ({remaining} queued): " + "; ".join(errors))
 
     def close(self, timeout: float = 10.0) -> None:
         """Deliver what is queued (at most ``timeout`` seconds) and let the producer go."""
         if self.producer is None:
             return
         self.flush_predictions()
-        self.producer.flush(timeout)
+        self.flush(timeout)
         self.producer = None
 
     def undelivered(self) -> str | None:
         """Why outputs are not being delivered (see :mod:`streameval.agents.delivery`), or
         None. Delivery reports that wait to be served are served first."""
+        if self.fatal is None and self.producer is not None:
+            self.poll(0)
+        if self.fatal is not None:
+            return self.fatal
         if self.producer is None or not hasattr(self.producer, "__len__"):
             return None  # gone, or a producer that cannot say what it holds
-        self.producer.poll(0)
         if len(self.producer) == 0:  # librdkafka holds nothing: none waits
             self.waiting.clear()
         return self.waiting.problem(self.clock())
@@ -311,5 +351,6 @@ class Publisher:
     @property
     def healthy(self) -> bool:
         """False once an output was not delivered, or while outputs wait undelivered for
-        longer than :data:`~streameval.agents.delivery.UNDELIVERED_SECONDS`."""
+        longer than :data:`~streameval.agents.delivery.UNDELIVERED_SECONDS`, or once the
+        producer failed fatally."""
         return not self.counts["delivery_errors"] and self.undelivered() is None

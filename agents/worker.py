@@ -464,7 +464,7 @@ class StreamWorker:
     def checkpoint(self) -> None:
         """Flush every output, then save every stream changed since the last checkpoint."""
         self.publisher.flush_predictions()
-        self.publisher.producer.flush(30)  # the output positions, up to date
+        self.publisher.flush(30)  # the output positions, up to date
         written = {}
         for stream in sorted(self.checkpoints.dirty):
             runner = self.runners.get(stream)
@@ -528,7 +528,7 @@ class StreamWorker:
             self._emit(stream, runner, outputs, rejections, getattr(self.names, topic), (-1, -1))
             self.checkpoints.changed(stream)
         self.publisher.flush_predictions()
-        self.publisher.producer.poll(0)
+        self.publisher.poll(0)
 
     @property
     def healthy(self) -> bool:

@@ -222,9 +222,7 @@ class ColumnarExperiment:
         then the evaluation of their answers. A learner's failure is raised once the
         instances before it are evaluated."""
         if not self.two_pass:
-            for inst in instances:
-                self.features(inst.id, inst.ts, inst.x)
-                self.label(inst.id, inst.ts, inst.y)
+            self._each(instances)
             return
         clean = (lambda x: self._clean(x)) if self._cleans else None
         first = self.n_instances
@@ -234,9 +232,7 @@ class ColumnarExperiment:
         # the learners have answered and learned: the evaluation reads their answers
         self._predict, self._learners, self._cleans = replay.predict, [], False
         try:
-            for inst in instances[:done]:
-                self.features(inst.id, inst.ts, inst.x)
-                self.label(inst.id, inst.ts, inst.y)
+            self._each(instances[:done])
         finally:
             self._predict, self._learners, self._cleans = saved
         if self.n_instances != first + done:
@@ -244,6 +240,11 @@ class ColumnarExperiment:
         replay.check_used()
         if failure is not None:
             raise failure
+
+    def _each(self, instances: Sequence[Instance]) -> None:
+        for inst in instances:
+            self.features(inst.id, inst.ts, inst.x)
+            self.label(inst.id, inst.ts, inst.y)
 
     @property
     def stopped(self) -> bool:
