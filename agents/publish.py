@@ -324,7 +324,7 @@ class Publisher:
         self.flush_predictions()
         remaining = self.flush(timeout)
         if remaining or self.delivery_errors or self.fatal:
-            errors = self.delivery_errors or [self.fatal or "none reported yet"]
+            errors = self.delivery_errors or ([self.fatal] if self.fatal else [])
             raise RuntimeError(f"outputs not delivered ({remaining} queued): " + "; ".join(errors))
 
     def close(self, timeout: float = 10.0) -> None:
