@@ -43,8 +43,9 @@ from typing import Any
 import numpy as np
 from streameval.pipeline import reporting
 from streameval.pipeline.calls import LearnerCalls
+from streameval.pipeline.columnar.bulk import score_in_bulk
 from streameval.pipeline.columnar.callers import Caller, callers_for
-from streameval.pipeline.columnar.immediate import Replay, ask_and_learn
+from streameval.pipeline.columnar.immediate import ask_and_learn, replay_answers
 from streameval.pipeline.columnar.labels import ClassCodes
 from streameval.pipeline.columnar.references import ReferenceScores
 from streameval.pipeline.columnar.scoreboard import Scoreboard
@@ -219,25 +220,18 @@ class ColumnarExperiment:
         """Each instance's :meth:`features`, then its :meth:`label` (test-then-train, delay
         0), the same results as calling them in turn; the outputs are left out. In two
         passes when :attr:`two_pass` allows: the learners' calls for all of ``instances``,
-        then the evaluation of their answers. A learner's failure is raised once the
-        instances before it are evaluated."""
+        then the evaluation of their answers, in bulk where :mod:`.bulk` can. A learner's
+        failure is raised once the instances before it are evaluated."""
         if not self.two_pass:
             self._each(instances)
             return
         clean = (lambda x: self._clean(x)) if self._cleans else None
         first = self.n_instances
         asked, done, failure = ask_and_learn(self._callers, instances, first, clean)
-        replay = Replay(self._callers, asked)
-        saved = self._predict, self._learners, self._cleans
-        # the learners have answered and learned: the evaluation reads their answers
-        self._predict, self._learners, self._cleans = replay.predict, [], False
-        try:
-            self._each(instances[:done])
-        finally:
-            self._predict, self._learners, self._cleans = saved
+        if not score_in_bulk(self, instances[:done], asked):
+            replay_answers(self, instances[:done], asked)
         if self.n_instances != first + done:
             raise RuntimeError("the evaluation did not take every instance the learners saw")
-        replay.check_used()
         if failure is not None:
             raise failure
 

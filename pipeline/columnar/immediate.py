@@ -33,11 +33,14 @@ each in a tight loop of its own runs at its own speed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streameval.pipeline.columnar.callers import Caller, Predict
 from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.streams.base import Instance
+
+if TYPE_CHECKING:
+    from streameval.pipeline.columnar.experiment import ColumnarExperiment
 
 #: Instances whose learners' calls are made before their evaluation.
 BLOCK = 512
@@ -74,6 +77,22 @@ def ask_and_learn(
         done = at - first_at
         return [answers[:done] for answers in asked], done, failure
     return asked, len(instances), None
+
+
+def replay_answers(
+    exp: ColumnarExperiment, instances: Sequence[Instance], asked: list[list[Any]]
+) -> None:
+    """The second pass instance by instance: ``exp``'s ``features`` then ``label`` of each
+    instance, every called learner's ``predict`` handing back its answers of ``asked``
+    and nothing learned (the learners have learned in the first pass)."""
+    replay = Replay(exp._callers, asked)
+    saved = exp._predict, exp._learners, exp._cleans
+    exp._predict, exp._learners, exp._cleans = replay.predict, [], False
+    try:
+        exp._each(instances)
+    finally:
+        exp._predict, exp._learners, exp._cleans = saved
+    replay.check_used()
 
 
 class Replay:
