@@ -38,6 +38,7 @@ does when a learner's answer cannot be read.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,13 +78,13 @@ def score_in_bulk(
         per_score = (per == pos).astype(float) if pos is not None else np.zeros(n + 1)
         maj_score = share(counts, refs.order, pos)
     _fill_references(exp, pred, score, per, maj, per_score, maj_score, n)
-    ts = np.maximum.accumulate([exp.last_ts, *(inst.ts for inst in instances)])
+    ts = list(accumulate((inst.ts for inst in instances), _later, initial=exp.last_ts))
     seg = Segment(y, np.arange(first, first + n, dtype=np.int64), per[:n], maj[:n], pred, score)
     for a, b in _intervals(exp.n_labelled, n, exp._every):
         exp._flush()  # labels the instance-by-instance pass still holds come first
         exp.score(seg.cut(a, b))
         exp.n_instances, exp.n_labelled = first + b, exp.n_labelled + (b - a)
-        exp.last_ts = float(ts[b])
+        exp.last_ts = ts[b]
         exp.max_pending = max(exp.max_pending, 1)
         exp._per, exp._maj, exp._counts = int(per[b]), int(maj[b]), counts[b].tolist()
         if refs is not None:
@@ -93,6 +94,11 @@ def score_in_bulk(
     return True
 
 
+def _later(last: float, ts: float) -> float:
+    """The event time after ``ts`` arrives: the experiment keeps the latest one."""
+    return ts if ts > last else last
+
+
 def _label_codes(exp: ColumnarExperiment, instances: Sequence[Instance]) -> np.ndarray | None:
     """The codes of the block's labels, or ``None`` when one is not yet a learned label,
     nothing pending or evicted can be taken for granted, or two labels share a ``str``."""
@@ -100,7 +106,10 @@ def _label_codes(exp: ColumnarExperiment, instances: Sequence[Instance]) -> np.n
     if buffer.pending or buffer.evicted:
         return None
     index, learned = exp.codes.index, exp._is_label
-    codes = [index.get(inst.y, _UNKNOWN) for inst in instances]
+    try:
+        codes = [index.get(inst.y, _UNKNOWN) for inst in instances]
+    except TypeError:  # a label that is not hashable: the one-by-one pass says where
+        return None
     if not learned.issuperset(codes):
         return None
     labels = exp.codes.labels
