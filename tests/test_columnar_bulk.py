@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from streameval.pipeline.columnar import ColumnarExperiment, bulk
 from streameval.pipeline.columnar import experiment as experiment_module
+from streameval.pipeline.columnar import labels as labels_module
 from streameval.pipeline.columnar.driver import drive_immediate
 from streameval.pipeline.columnar.references import ReferenceScores
 from streameval.pipeline.config import ExperimentConfig
@@ -115,8 +116,8 @@ def test_the_reference_scores_in_bulk_are_those_of_reference_scores_float_for_fl
         refs.update(code, counts)
         expected.append(refs.maj)
     running = np.cumsum(np.eye(3, dtype=np.int64)[y], axis=0)
-    assert bulk.share(running, refs.order, refs.code).tolist() == expected
-    ties = bulk.majority(np.array([[2, 2, 1], [1, 3, 3], [1, 2, 3], [0, 0, 0]]), labels)
+    assert labels_module.share(running, refs.order, refs.code).tolist() == expected
+    ties = labels_module.majority(np.array([[2, 2, 1], [1, 3, 3], [1, 2, 3], [0, 0, 0]]), labels)
     assert ties.tolist() == [1, 1, 2, -1]  # ties to "a"; "b" the most; nothing learned
 
 

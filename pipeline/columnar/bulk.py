@@ -12,7 +12,7 @@ instance is arithmetic on labels
   instance and learner, the only per-instance Python left;
 * No-Change predicts the label before (the label column shifted by one), Majority the
   most frequent label so far, ties to the smallest ``str`` (the argmax of the running
-  class counts, a cumulative sum,
+  class counts, a cumulative sum: :func:`~streameval.pipeline.columnar.labels.majority`,
   ``temporal-dependence-evaluation-journal.txt`` eq. 6 and 7);
 * their positive-class scores are those of
   :class:`~streameval.pipeline.columnar.references.ReferenceScores`: 1 when the label
@@ -28,11 +28,8 @@ order of the classes cannot change inside it), no two labels with the same ``str
 and otherwise does nothing and says so: the instance-by-instance pass then runs, as it
 does when a learner's answer cannot be read.
 
->>> counts = np.array([[0, 0], [1, 0], [1, 1], [1, 2]])
->>> majority(counts, ["a", "b"]).tolist()  # none yet, 'a', the tie to 'a', then 'b'
-[-1, 0, 0, 1]
->>> share(counts, [1, 0], 1).tolist()  # the share of 'b' (learned second), summed as 'a' then 'b'
-[0.0, 0.0, 0.5, 0.6666666666666666]
+>>> _intervals(n_labelled=95, n=12, every=100)  # a snapshot after the 100th label
+[(0, 5), (5, 12)]
 """
 
 from __future__ import annotations
@@ -42,6 +39,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from streameval.pipeline.columnar.labels import majority, share
 from streameval.pipeline.columnar.segment import NONE, Segment
 from streameval.pipeline.streams.base import Instance
 
@@ -168,34 +166,6 @@ def _running_counts(exp: ColumnarExperiment, y: np.ndarray) -> np.ndarray:
     onehot = np.zeros((len(y), k), dtype=np.int64)
     onehot[np.arange(len(y)), y] = 1
     return np.vstack((start, start + np.cumsum(onehot, axis=0)))
-
-
-def majority(counts: np.ndarray, labels: Sequence[Hashable]) -> np.ndarray:
-    """Majority's choice for each row of class counts: the most frequent class, ties to
-    the smallest ``str`` (:data:`NONE` before any label)."""
-    order = np.array(sorted(range(len(labels)), key=lambda c: str(labels[c])), dtype=np.int64)
-    best = order[np.argmax(counts[:, order], axis=1)].astype(np.int32)
-    best[counts.sum(axis=1) == 0] = NONE
-    return best
-
-
-def share(counts: np.ndarray, order: Sequence[int], pos: int | None) -> np.ndarray:
-    """Majority's score of the positive class ``pos`` for each row of counts: its
-    frequency over the sum of the frequencies of the classes in ``order`` (first learned
-    first), as :meth:`~streameval.pipeline.columnar.references.ReferenceScores.update`
-    sums them."""
-    out = np.zeros(len(counts))
-    if pos is None or not len(order):
-        return out
-    learned = counts[:, list(order)]
-    total = learned.sum(axis=1)
-    rows = total > 0
-    freq = learned[rows] / total[rows, None]
-    norm = freq[:, 0].copy()
-    for j in range(1, freq.shape[1]):
-        norm = norm + freq[:, j]
-    out[rows] = counts[rows, pos] / total[rows] / norm
-    return out
 
 
 def _fill_references(

@@ -132,33 +132,46 @@ class LabelBaselines:
         pos = codes.find(positive)
         return Predictions(
             per=per,
-            maj=_majority(at, codes),
+            maj=majority(at, codes.labels),
             per_score=(per == pos).astype(float) if pos is not None else np.zeros(len(seen)),
-            maj_score=_share(at, pos),
+            maj_score=share(at, range(len(codes)), pos),
         )
 
 
-def _majority(counts: np.ndarray, codes: ClassCodes) -> np.ndarray:
-    """The most frequent class of each row, ties to the smallest ``str`` (then code)."""
+def majority(counts: np.ndarray, labels: Sequence[Hashable]) -> np.ndarray:
+    """Majority's choice for each row of class counts (a column per code of ``labels``):
+    the most frequent class, ties to the smallest ``str``, then to the smallest code
+    (:data:`NONE` before any label).
+
+    >>> majority(np.array([[0, 0], [1, 0], [1, 1], [1, 2]]), ["a", "b"]).tolist()
+    [-1, 0, 0, 1]
+    """
     if counts.shape[1] == 0:
         return np.full(len(counts), NONE, dtype=np.int32)
-    order = np.array(sorted(range(len(codes)), key=lambda c: str(codes.labels[c])))
+    order = np.array(sorted(range(len(labels)), key=lambda c: str(labels[c])))
     best = order[np.argmax(counts[:, order], axis=1)].astype(np.int32)
     best[counts.sum(axis=1) == 0] = NONE
     return best
 
 
-def _share(counts: np.ndarray, pos: int | None) -> np.ndarray:
-    """Majority's score of the positive class: its frequency over the sum of the
-    frequencies, summed in class order as the per-event code sums them."""
-    score = np.zeros(len(counts))
-    total = counts.sum(axis=1)
+def share(counts: np.ndarray, order: Sequence[int], pos: int | None) -> np.ndarray:
+    """Majority's score of the positive class ``pos`` for each row of counts: its
+    frequency over the sum of the frequencies of the classes in ``order`` (first learned
+    first), summed in that order, as
+    :meth:`~streameval.pipeline.columnar.references.ReferenceScores.update` sums them.
+
+    >>> share(np.array([[0, 0], [1, 0], [1, 1], [1, 2]]), [1, 0], 1).tolist()
+    [0.0, 0.0, 0.5, 0.6666666666666666]
+    """
+    out = np.zeros(len(counts))
+    if pos is None or not len(order):
+        return out
+    learned = counts[:, list(order)]
+    total = learned.sum(axis=1)
     rows = total > 0
-    if pos is None or not rows.any():
-        return score
-    freq = counts[rows] / total[rows, None]
+    freq = learned[rows] / total[rows, None]
     norm = freq[:, 0].copy()
     for j in range(1, freq.shape[1]):
         norm = norm + freq[:, j]
-    score[rows] = freq[:, pos] / norm
-    return score
+    out[rows] = counts[rows, pos] / total[rows] / norm
+    return out
