@@ -39,7 +39,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from streameval.pipeline.columnar.labels import majority, share
+from streameval.pipeline.columnar.labels import majority, running_counts, share
 from streameval.pipeline.columnar.segment import NONE, Segment
 from streameval.pipeline.streams.base import Instance
 
@@ -65,7 +65,7 @@ def score_in_bulk(
     if answered is None:
         return False
     pred, score = _learner_columns(exp, answered, n)
-    counts = _running_counts(exp, y)
+    counts = running_counts(exp._counts, y, len(exp.codes))
     labels = exp.codes.labels
     per = np.concatenate(([exp._per], y)).astype(np.int32)
     maj = majority(counts, labels)
@@ -155,17 +155,6 @@ def _learner_columns(
         if score is not None:
             score[:, j] = scores
     return pred, score
-
-
-def _running_counts(exp: ColumnarExperiment, y: np.ndarray) -> np.ndarray:
-    """Every code's count of labels learned before each label of the block, and after the
-    last (``n + 1`` rows)."""
-    k = len(exp.codes)
-    start = np.zeros(k, dtype=np.int64)
-    start[: len(exp._counts)] = exp._counts
-    onehot = np.zeros((len(y), k), dtype=np.int64)
-    onehot[np.arange(len(y)), y] = 1
-    return np.vstack((start, start + np.cumsum(onehot, axis=0)))
 
 
 def _fill_references(

@@ -116,13 +116,7 @@ class LabelBaselines:
         start = len(self.learned)
         new = np.asarray(learned, dtype=np.int32)
         self.learned.extend(new)
-        k = len(codes)
-        cum = np.zeros((len(new) + 1, k), dtype=np.int64)
-        cum[0, : len(self.counts)] = self.counts
-        if len(new):
-            onehot = np.zeros((len(new), k), dtype=np.int64)
-            onehot[np.arange(len(new)), new] = 1
-            cum[1:] = cum[0] + np.cumsum(onehot, axis=0)
+        cum = running_counts(self.counts, new, len(codes))
         self.counts = cum[-1]
         seen = np.asarray(seen, dtype=np.int64)
         at = cum[seen - start]
@@ -136,6 +130,22 @@ class LabelBaselines:
             per_score=(per == pos).astype(float) if pos is not None else np.zeros(len(seen)),
             maj_score=share(at, range(len(codes)), pos),
         )
+
+
+def running_counts(start: Sequence[int], learned: np.ndarray, k: int) -> np.ndarray:
+    """Each of the ``k`` codes' count of labels learned before each code of ``learned``
+    and after the last (``len(learned) + 1`` rows), from the counts ``start``.
+
+    >>> running_counts([1], np.array([1, 0]), 2).tolist()
+    [[1, 0], [1, 1], [2, 1]]
+    """
+    cum = np.zeros((len(learned) + 1, k), dtype=np.int64)
+    cum[0, : len(start)] = start
+    if len(learned):
+        onehot = np.zeros((len(learned), k), dtype=np.int64)
+        onehot[np.arange(len(learned)), learned] = 1
+        cum[1:] = cum[0] + np.cumsum(onehot, axis=0)
+    return cum
 
 
 def majority(counts: np.ndarray, labels: Sequence[Hashable]) -> np.ndarray:
