@@ -7,7 +7,7 @@ PYTHON ?= python3
 # the real datasets: $STREAMEVAL_DATA_DIR, else ../shared/datasets beside the clone if it exists
 export STREAMEVAL_DATA_DIR ?= $(abspath $(wildcard ../shared/datasets))
 
-.PHONY: help install test slow lint run evaluate bench faults clean kafka-up kafka-down kafka-experiment report readme-check
+.PHONY: help install test slow lint run evaluate bench java faults clean kafka-up kafka-down kafka-experiment report readme-check
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -49,6 +49,10 @@ faults: install  ## the fault injections (killed workers, lost broker) and the 1
 
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
+
+java: install  ## rebuild the Java 8 class of MOA's test-then-train loop from its source (needs a JDK's javac)
+	cd pipeline/learners/java && javac --release 8 -Xlint:-options -d . \
+		-cp "$$($(abspath $(PY)) -m streameval.pipeline.learners.moa_java --jar)" streameval/moa/TestThenTrain.java
 
 # Compose v2 (`docker compose`), else the v1 binary (`docker-compose`)
 COMPOSE_CMD ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)

@@ -37,3 +37,17 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, LearnerFailed):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+class StoppedAt(Exception):
+    """A learner's call over a block of instances stopped at instance ``done`` (0-based
+    in the block): it raised ``cause`` at ``step`` (``"predict"`` or ``"learn"``);
+    ``answers`` are its answers of the instances before it, and of that instance when
+    it failed to learn it."""
+
+    def __init__(self, done: int, step: str, cause: BaseException, answers: list) -> None:
+        super().__init__(f"stopped at instance {done} of the block ({step}): {cause!r}")
+        self.done = done
+        self.step = step
+        self.cause = cause
+        self.answers = answers

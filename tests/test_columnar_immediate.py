@@ -14,7 +14,7 @@ from streameval.pipeline.columnar import immediate as immediate_module
 from streameval.pipeline.columnar.driver import drive_immediate
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.experiment import Experiment
-from streameval.pipeline.failure import LearnerFailed
+from streameval.pipeline.failure import LearnerFailed, StoppedAt
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.mixins import ProbaMixin
 from streameval.pipeline.learners.spec import build_learner
@@ -132,3 +132,85 @@ def test_one_pass_where_the_evaluation_reaches_the_learners(learner_specs, setti
     assert not exp.two_pass
     got = drive_immediate(exp, rows, None, False)
     assert document(got) == document(one_by_one(ColumnarExperiment(cfg), rows))
+
+
+class Blocky(Recorder):
+    """A :class:`Recorder` that also takes a whole block in one call (as MOA's learners
+    do), counting the instances itself; it raises on instance ``fail_at`` at
+    ``fail_step``, whichever way it is called."""
+
+    def __init__(self, fail_at: int | None = None, fail_step: str = "predict") -> None:
+        super().__init__([], None)
+        self.seen, self.blocks, self.fail, self.fail_step = 0, 0, fail_at, fail_step
+
+    def _check(self, at: int | None, step: str) -> None:
+        if (at, step) == (self.fail, self.fail_step):
+            raise KeyError("no")
+
+    def predict_proba_one(self, x: Any, *, at: int | None = None, **kw: Any) -> dict:
+        self._check(at, "predict")
+        return super().predict_proba_one(x, at=at)
+
+    def learn_one(self, x: Any, y: Any, *, at: int | None = None, **kw: Any) -> None:
+        self._check(at, "learn")
+        super().learn_one(x, y, at=at)
+
+    def predict_learn_many(self, xs: list, ys: list) -> list[dict]:
+        self.blocks += 1
+        answers: list[dict] = []
+        for done, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            step = "predict"
+            try:
+                answers.append(self.predict_proba_one(x, at=self.seen))
+                step = "learn"
+                self.learn_one(x, y, at=self.seen)
+            except KeyError as exc:
+                raise StoppedAt(done, step, exc, answers) from exc
+            self.seen += 1
+        return answers
+
+
+def with_blocky(fail_at: int | None = None, blocky_at: int | None = None, step: str = "predict"):
+    return {**learners([], fail_at), "blocky": Blocky(blocky_at, step)}
+
+
+def test_a_learner_given_whole_blocks_gives_the_results_of_one_by_one() -> None:
+    rows = synthetic(1500, seed=8)
+    cfg = ExperimentConfig("s", [*config().learners, "blocky"], **config_settings())
+    got_learners = with_blocky()
+    got = drive_immediate(ColumnarExperiment(cfg, learners=got_learners), rows, None, False)
+    expected = one_by_one(ColumnarExperiment(cfg, learners=with_blocky()), rows)
+    assert document(got) == document(expected)
+    assert got_learners["blocky"].blocks == 3  # 1,500 instances in blocks of 512
+
+
+def config_settings() -> dict[str, Any]:
+    return {"window": 50, "fading": 0.9, "positive": "up", "snapshot_every": 97}
+
+
+@pytest.mark.parametrize(
+    ("rec_at", "blocky_at", "step", "first"),
+    [
+        (700, 800, "predict", ("rec", 700, "predict")),
+        (700, 600, "learn", ("blocky", 600, "learn")),
+        (700, 700, "predict", ("rec", 700, "predict")),  # the same instance: order of the slots
+        (None, 700, "learn", ("blocky", 700, "learn")),
+        (701, 700, "learn", ("blocky", 700, "learn")),
+    ],
+)
+def test_the_failure_raised_is_the_one_met_first_one_by_one(rec_at, blocky_at, step, first) -> None:
+    rows = synthetic(1500, seed=9)
+    cfg = ExperimentConfig("s", [*config().learners, "blocky"], **config_settings())
+    exp = ColumnarExperiment(cfg, learners=with_blocky(rec_at, blocky_at, step))
+    with pytest.raises(LearnerFailed) as failed:
+        drive_immediate(exp, rows, None, False)
+    assert (failed.value.name, failed.value.index, failed.value.step) == first
+    ref = ColumnarExperiment(cfg, learners=with_blocky(rec_at, blocky_at, step))
+    with pytest.raises(LearnerFailed) as failed_ref:
+        one_by_one(ref, rows)
+    assert (failed_ref.value.name, failed_ref.value.index, failed_ref.value.step) == first
+    # the instance a learner failed to learn is evaluated: every learner answered it
+    assert exp.n_labelled == ref.n_labelled == first[1] + (first[2] == "learn")
+    got, expected = exp.results(), ref.results()
+    for part in ("learners", "comparisons", "diagnostics"):
+        assert json.dumps(got[part]) == json.dumps(expected[part])

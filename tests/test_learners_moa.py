@@ -18,7 +18,7 @@ from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.cost import MiB, learner_cost
 from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.events import PredictionEvent
-from streameval.pipeline.learners import moa
+from streameval.pipeline.learners import moa, moa_java
 from streameval.pipeline.learners.base import StreamContext, argmax
 from streameval.pipeline.learners.spec import build_learner, learner_lags
 from streameval.pipeline.spec import SpecError
@@ -150,8 +150,8 @@ class _FreshInstances:
         self.model = build_learner(spec, context=None)
 
     def _instance(self, values: list[Any]) -> Any:
-        jpype = moa._jvm()
-        inst = moa._dense_instance()(1.0, jpype.JArray(jpype.JDouble)(values))
+        jpype = moa_java.jvm()
+        inst = moa_java.dense_instance()(1.0, jpype.JArray(jpype.JDouble)(values))
         inst.setDataset(self.model._header)
         return inst
 
@@ -292,7 +292,7 @@ def test_options_reach_moa() -> None:
 
 
 def test_without_the_extra_the_error_says_what_to_install(monkeypatch) -> None:
-    monkeypatch.setattr(moa, "_java", None)
+    monkeypatch.setattr(moa_java, "_java", None)
     monkeypatch.setitem(sys.modules, "capymoa", None)  # import capymoa -> ImportError
     with pytest.raises(SpecError, match=r"moa extra \(pip install 'streameval\[moa\]'\)"):
         build_learner("moa:NaiveBayes", context=None)

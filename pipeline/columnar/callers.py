@@ -12,6 +12,9 @@ computed) and learns for one learner, with the semantics of
   its probabilities: its prediction is the reference baseline's (``reference``: 0 for
   No-Change, 1 for Majority, the columns of a scored row), which learns the same
   labels in the same order;
+* a learner with ``predict_learn_many(xs, ys)`` (MOA's, which runs MOA's own
+  test-then-train loop in Java) is also given a whole block of instances in one call,
+  where the driver calls the learners for a block first (``block``);
 * any other learner gets its ``predict_proba_one(x, at=...)`` and ``learn_one``.
 
 The prediction is the most probable label (ties to the smallest ``str``,
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.pipeline.calls import positive_score
-from streameval.pipeline.failure import LearnerFailed
+from streameval.pipeline.failure import LearnerFailed, StoppedAt
 from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
 from streameval.pipeline.learners.river_adapter import RiverClassifier
@@ -37,6 +40,7 @@ Predict = Callable[[Any, Any, int], tuple[Hashable | None, float]]
 Learn = Callable[[Any, Any, Hashable, int], None]
 Ask = Callable[[Any, Any, int], Any]
 Answer = Callable[[Any, int], tuple[Hashable | None, float]]
+Block = Callable[[Sequence[Any], int], tuple[list[Any], LearnerFailed | None]]
 
 
 @dataclass
@@ -48,6 +52,8 @@ class Caller:
     (its raw answer, the class probabilities), ``answer`` what the evaluation makes of it,
     so that a driver may call the learners for many instances first and read their
     answers after (:meth:`~streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate`).
+    ``block(instances, first_at)``, where set, is ``ask`` then ``learn`` of each instance
+    in one call: the raw answers, and the failure that stopped it (its instance not done).
     """
 
     name: str
@@ -57,6 +63,7 @@ class Caller:
     reference: int | None = None
     ask: Ask | None = None
     answer: Answer | None = None
+    block: Block | None = None
 
 
 def reference_of(learner: Any) -> int | None:
@@ -150,7 +157,22 @@ def _generic(name: str, learner: Any, positive: str | None) -> Caller:
         except Exception as exc:
             raise LearnerFailed(name, at, "learn", exc) from exc
 
-    return Caller(name, predict, learn, ask=ask, answer=answer)
+    caller = Caller(name, predict, learn, ask=ask, answer=answer)
+    many = getattr(learner, "predict_learn_many", None)
+    if many is not None:
+        caller.block = _block(name, many)
+    return caller
+
+
+def _block(name: str, many: Callable[[list[Any], list[Any]], list[Any]]) -> Block:
+    def block(instances: Sequence[Any], first_at: int) -> tuple[list[Any], LearnerFailed | None]:
+        try:
+            return many([i.x for i in instances], [i.y for i in instances]), None
+        except StoppedAt as stop:
+            failed = LearnerFailed(name, first_at + stop.done, stop.step, stop.cause)
+            return stop.answers, failed
+
+    return block
 
 
 def callers_for(slots: Sequence[Any], positive: str | None, *, label_only_ok: bool) -> list[Caller]:

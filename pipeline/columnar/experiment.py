@@ -221,7 +221,8 @@ class ColumnarExperiment:
         0), the same results as calling them in turn; the outputs are left out. In two
         passes when :attr:`two_pass` allows: the learners' calls for all of ``instances``,
         then the evaluation of their answers, in bulk where :mod:`.bulk` can. A learner's
-        failure is raised once the instances before it are evaluated."""
+        failure is raised where calling them in turn raises it: once the instances
+        before it are evaluated, and the one it names when it failed to learn it."""
         if not self.two_pass:
             self._each(instances)
             return

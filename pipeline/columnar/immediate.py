@@ -55,13 +55,43 @@ def ask_and_learn(
     """The first pass: for each instance (arrival index ``first_at``, ``first_at + 1``...),
     every called learner's ``ask``, then every one's ``learn``, as the per-instance loop
     calls them. ``clean`` gives the features the learners that want them cleaned get.
+    A learner with a ``block`` call is given the whole block at once: the learners share
+    nothing, so each sees the calls it would see, in the same order.
 
-    Returns each called learner's raw answers for the instances done, their number, and
-    the failure that stopped the pass (the instance it names is not done)."""
+    Returns each called learner's raw answers for the instances to evaluate, their
+    number, and the failure that stopped the pass: the one the per-instance loop would
+    meet first. The instance it names is evaluated when a learner failed to learn it
+    (every learner had answered it, as the per-instance loop evaluates it), else not."""
     called = [c for c in callers if c.reference is None]
-    asked: list[list[Any]] = [[] for _ in called]
-    pairs = [(c.ask, out.append) for c, out in zip(called, asked, strict=True)]
-    learns = [c.learn for c in called]
+    each = [c for c in called if c.block is None]
+    answers, failure = _one_by_one(each, instances, first_at, clean)
+    asked = dict(zip(map(id, each), answers, strict=True))
+    failures = [] if failure is None else [failure]
+    for c in called:
+        if c.block is not None:
+            asked[id(c)], failed = c.block(instances, first_at)
+            failures += [failed] if failed is not None else []
+    if not failures:
+        return [asked[id(c)] for c in called], len(instances), None
+    position = {c.name: i for i, c in enumerate(called)}
+    first = min(failures, key=lambda f: (f.index, f.step == "learn", position[f.name]))
+    done = first.index - first_at + (first.step == "learn")  # every learner answered it
+    return [asked[id(c)][:done] for c in called], done, first
+
+
+def _one_by_one(
+    callers: Sequence[Caller],
+    instances: Sequence[Instance],
+    first_at: int,
+    clean: Callable[[Any], Any] | None,
+) -> tuple[list[list[Any]], LearnerFailed | None]:
+    """:func:`ask_and_learn` of ``callers`` instance by instance: their answers, and the
+    failure that stopped the loop."""
+    asked: list[list[Any]] = [[] for _ in callers]
+    if not callers:
+        return asked, None
+    pairs = [(c.ask, out.append) for c, out in zip(callers, asked, strict=True)]
+    learns = [c.learn for c in callers]
     at = first_at
     try:
         for inst in instances:
@@ -74,9 +104,8 @@ def ask_and_learn(
                 learn(x, xc, y, at)
             at += 1
     except LearnerFailed as failure:
-        done = at - first_at
-        return [answers[:done] for answers in asked], done, failure
-    return asked, len(instances), None
+        return asked, failure
+    return asked, None
 
 
 def replay_answers(

@@ -4,13 +4,6 @@ MOA (Java) runs in a JVM started by CapyMOA (the optional extra ``streameval[moa
 and a Java runtime); both are imported on first use, so the core works without them,
 and a missing extra or Java gives one line saying what to install.
 
-* **Names** are allow-listed (:data:`MOA_CLASSIFIERS`): a spec names a MOA class by its
-  short name, never a Java class path.
-* **Options** are MOA's command-line options by letter or name, in the brackets of the
-  spec: ``moa:HoeffdingTree[g=50,c=0.01,b=true]`` is MOA's ``-g 50 -c 0.01 -b``. Only
-  integer, float, flag and multiple-choice options are accepted, each checked by MOA
-  against its range and choices: an option that names a Java class (a ``ClassOption``)
-  is refused, so a spec never makes MOA instantiate a class of its choosing.
 * **The instance header** (MOA's schema) is built once, from the first instance the
   learner sees: a feature holding a number is numeric, one holding a ``str`` nominal.
   Nominal values and class labels are added to the header's value lists as they first
@@ -30,155 +23,42 @@ and a missing extra or Java gives one line saying what to install.
   ``double[]``. A prediction writes the features into it (one crossing) and asks for
   the votes (one); ``learn_one`` of the ``x`` just predicted sets the class in it (one)
   and trains (one). A batch of re-evaluation predictions crosses as one ``double[][]``.
+  A block of test-then-train (:meth:`MOAClassifier.predict_learn_many`, which the
+  columnar core calls with immediate labels) crosses once: its rows go as one
+  ``double[]`` to streameval's own Java loop, which makes MOA's calls and gives back
+  every vote; the learner sees the same calls, in the same order, on the same instance.
 * **Checkpoints**: the model pickles as the bytes of Java serialisation
   (``java.io.ObjectOutputStream``) of the header and the learner, as one object, so the
   signed checkpoint of a worker holds it like any other learner.
 
->>> sorted(MOA_CLASSIFIERS)[:3]
-['AdaptiveRandomForest', 'EFDT', 'HoeffdingAdaptiveTree']
->>> cli_string({"g": 50, "c": 0.01, "b": True, "r": False})
-'-g 50 -c 0.01 -b'
+The names and options a spec may give, and the JVM: :mod:`.moa_java`.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from river import base as river_base
+from streameval.pipeline.failure import StoppedAt
 from streameval.pipeline.learners.base import Features, Proba
 from streameval.pipeline.learners.mixins import ProbaMixin, check_aligned
-from streameval.pipeline.spec import SpecError
+from streameval.pipeline.learners.moa_java import (
+    MOA_CLASSIFIERS,
+    MOAUnavailable,
+    cli_string,
+    dense_instance,
+    jvm,
+    new_moa_learner,
+    serialisation,
+    test_then_train,
+)
 
-#: MOA classifiers a spec may name, by their short name: the Java class of each.
-MOA_CLASSIFIERS: dict[str, str] = {
-    "NaiveBayes": "moa.classifiers.bayes.NaiveBayes",
-    "HoeffdingTree": "moa.classifiers.trees.HoeffdingTree",
-    "HoeffdingAdaptiveTree": "moa.classifiers.trees.HoeffdingAdaptiveTree",
-    "EFDT": "moa.classifiers.trees.EFDT",
-    "AdaptiveRandomForest": "moa.classifiers.meta.AdaptiveRandomForest",
-    "StreamingRandomPatches": "moa.classifiers.meta.StreamingRandomPatches",
-    "OzaBag": "moa.classifiers.meta.OzaBag",
-    "LeveragingBag": "moa.classifiers.meta.LeveragingBag",
-    "kNN": "moa.classifiers.lazy.kNN",
-    "MajorityClass": "moa.classifiers.functions.MajorityClass",
-    "NoChange": "moa.classifiers.functions.NoChange",
-}
+__all__ = ["MOA_CLASSIFIERS", "MOAClassifier", "MOAUnavailable", "cli_string", "new_moa_learner"]
 
-#: Kinds of MOA option a spec may set (never a ``ClassOption``, which names a class).
-_OPTION_KINDS = ("IntOption", "FloatOption", "FlagOption", "MultiChoiceOption")
-#: Options left out although of an allowed kind: threads make a run irreproducible.
-_REFUSED_OPTIONS = frozenset({"numberOfJobs"})
-_INSTALL = "pip install 'streameval[moa]'"
-_lock = threading.Lock()
-_java: Any = None
-_dense: Any = None
 _NAN = math.nan
-
-
-class MOAUnavailable(SpecError):
-    """The ``moa`` extra or a Java runtime is missing."""
-
-
-def _jvm() -> Any:
-    """The ``jpype`` module, with CapyMOA's JVM (MOA on its class path) started."""
-    global _java
-    if _java is not None:
-        return _java
-    with _lock:
-        if _java is None:
-            try:
-                import capymoa  # noqa: F401  (starts the JVM with moa.jar)
-                import jpype  # noqa: F401  (a dependency of capymoa)
-            except ImportError as e:
-                raise MOAUnavailable(
-                    f"moa: learners need the moa extra ({_INSTALL}): {e}"
-                ) from None
-            except Exception as e:  # CapyMOA's own error when it finds no Java
-                raise MOAUnavailable(
-                    f"moa: learners need a Java runtime (java on the PATH or JAVA_HOME; "
-                    f"Debian: apt-get install default-jre-headless): {e}"
-                ) from None
-            import jpype as module
-
-            _java = module
-    return _java
-
-
-def _dense_instance() -> Any:
-    """MOA's ``DenseInstance`` class (looked up once)."""
-    global _dense
-    if _dense is None:
-        _dense = _jvm().JClass("com.yahoo.labs.samoa.instances.DenseInstance")
-    return _dense
-
-
-def cli_string(options: dict[str, Any]) -> str:
-    """MOA's command line of ``options`` (letter or name -> value; ``True`` is a flag).
-
-    >>> cli_string({"gracePeriod": 50, "l": "MC"})
-    '-gracePeriod 50 -l MC'
-    """
-    parts = []
-    for key, value in options.items():
-        if value is True:
-            parts.append(f"-{key}")
-        elif value is not False:
-            parts.append(f"-{key} {value}")
-    return " ".join(parts)
-
-
-def _check_option(name: str, option: Any, key: str, value: Any) -> None:
-    """Refuse ``key=value`` unless ``option`` is of an allowed kind and accepts it."""
-    kind = type(option).__name__.rsplit(".", 1)[-1]
-    if kind not in _OPTION_KINDS or str(option.getName()) in _REFUSED_OPTIONS:
-        raise SpecError(f"moa:{name}: option {key!r} ({kind}) may not be set from a spec")
-    if kind == "FlagOption":
-        if not isinstance(value, bool):
-            raise SpecError(f"moa:{name}: option {key} is a flag: true or false")
-        option.setValue(value)
-        return
-    if kind == "MultiChoiceOption":
-        labels = [str(label) for label in option.getOptionLabels()]
-        if str(value) not in labels:
-            raise SpecError(f"moa:{name}: option {key}={value!r} must be one of {labels}")
-        option.setChosenLabel(str(value))
-        return
-    number = (int,) if kind == "IntOption" else (int, float)
-    if isinstance(value, bool) or not isinstance(value, number):
-        raise SpecError(f"moa:{name}: option {key}={value!r} must be a number ({kind})")
-    try:
-        option.setValue(value)
-    except Exception as e:  # MOA's range check (IllegalArgumentException)
-        raise SpecError(f"moa:{name}: option {key}={value!r}: {e}") from None
-
-
-def new_moa_learner(name: str, options: dict[str, Any], seed: int | None = None) -> Any:
-    """A fresh Java learner ``MOA_CLASSIFIERS[name]`` with ``options`` checked and set."""
-    java_class = MOA_CLASSIFIERS.get(name)
-    if java_class is None:
-        raise SpecError(
-            f"unknown MOA classifier {name!r} (allowed: {', '.join(sorted(MOA_CLASSIFIERS))})"
-        )
-    jpype = _jvm()
-    learner = jpype.JClass(java_class)()
-    by_key: dict[str, Any] = {}
-    for option in learner.getOptions().getOptionArray():
-        by_key[str(option.getCLIChar())] = option
-        by_key[str(option.getName())] = option
-    for key, value in options.items():
-        option = by_key.get(key)
-        if option is None:
-            known = sorted(str(o.getName()) for o in learner.getOptions().getOptionArray())
-            raise SpecError(f"moa:{name}: unknown option {key!r} (MOA's options: {known})")
-        _check_option(name, option, key, value)
-    if seed is not None and learner.isRandomizable():
-        learner.setRandomSeed(int(seed))
-    learner.prepareForUse()
-    return learner
 
 
 class MOAClassifier(ProbaMixin, river_base.Classifier):
@@ -209,7 +89,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
 
     def _build_header(self, x: Features) -> None:
         """MOA's instance header of the features of ``x`` (numbers numeric, ``str`` nominal)."""
-        jpype = _jvm()
+        jpype = jvm()
         attribute = jpype.JClass("com.yahoo.labs.samoa.instances.Attribute")
         array_list = jpype.JClass("java.util.ArrayList")
         attributes = array_list()
@@ -247,13 +127,13 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         keep no reference to an instance they are given (the ensembles train copies,
         kNN's window holds copies), so one instance serves every call.
         """
-        jpype = _jvm()
+        jpype = jvm()
         names = tuple(self._features)
         self._take = _getter(names)
         self._codes_at = tuple(self._nominal.items())
         self._class_at = len(names)
         self._buffer = jpype.JArray(jpype.JDouble)(len(names) + 1)
-        self._instance = _dense_instance()(1.0, self._buffer)
+        self._instance = dense_instance()(1.0, self._buffer)
         self._instance.setDataset(self._header)
         self._votes = self._learner.getVotesForInstance
         self._train = self._learner.trainOnInstance
@@ -340,19 +220,93 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             self._build_header(xs[0])
         if not self._classes:
             return [{} for _ in xs]
-        jpype = _jvm()
+        jpype = jvm()
         rows = [self._values(x) for x in xs]
         try:
             matrix = jpype.JArray(jpype.JDouble, 2)(rows)
         except TypeError:  # a numeric attribute holds something else than a number
             matrix = jpype.JArray(jpype.JDouble, 2)([[_number(v) for v in r] for r in rows])
-        dense, header, votes = _dense_instance(), self._header, self._votes
+        dense, header, votes = dense_instance(), self._header, self._votes
         out = []
         for row in matrix:
             inst = dense(1.0, row)
             inst.setDataset(header)
             out.append(self._proba(memoryview(votes(inst)).tolist()))
         return out
+
+    def predict_learn_many(self, xs: Sequence[Features], ys: Sequence[Hashable]) -> list[Proba]:
+        """``predict_proba_one(x)`` then ``learn_one(x, y)`` for each pair, in order: the
+        answers of the predictions. The calls are made in Java, the block of rows crossing
+        as one array (:func:`~streameval.pipeline.learners.moa_java.test_then_train`),
+        when the block holds no class and no nominal value the header does not know yet
+        (a new one changes the header between two calls); else call by call, in Python.
+
+        Raises :class:`~streameval.pipeline.failure.StoppedAt` when the learner raised.
+        """
+        if not xs:
+            return []
+        if self._header is None:
+            self._build_header(xs[0])
+        rows = self._block_rows(xs, ys)
+        helper = test_then_train()
+        if rows is None or helper is None:
+            return self._one_by_one(xs, ys)
+        jpype = jvm()
+        try:
+            flat = jpype.JArray(jpype.JDouble)(rows)
+        except TypeError:  # a numeric attribute holds something else than a number
+            flat = jpype.JArray(jpype.JDouble)([_number(v) for v in rows])
+        n, k, width = len(xs), len(self._classes), self._class_at + 1
+        votes = jpype.JArray(jpype.JDouble)(n * k)
+        failure, step = jpype.JClass("java.lang.Throwable")[1], jpype.JInt[1]
+        self._last = None  # the buffer holds the block's rows
+        done = helper.run(
+            self._learner, self._instance, self._buffer, flat, width, n, k, votes, failure, step
+        )
+        answered = done + (done < n and step[0] == 1)  # it failed to learn a row it answered
+        flat_votes, proba = memoryview(votes).tolist(), self._proba
+        answers = [proba(flat_votes[i : i + k]) for i in range(0, answered * k, k)]
+        if done < n:
+            raise StoppedAt(done, ("predict", "learn")[step[0]], failure[0], answers)
+        return answers
+
+    def _block_rows(self, xs: Sequence[Features], ys: Sequence[Hashable]) -> list[Any] | None:
+        """The values of each ``(x, y)`` in header order, the class code last, one row
+        after the other; ``None`` when a class or a nominal value is not in the header."""
+        classes = self._class_index
+        if not classes:
+            return None
+        take, codes_at, rows = self._take, self._codes_at, []
+        try:
+            for x, y in zip(xs, ys, strict=True):
+                try:
+                    values = [*take(x), classes[y]]
+                except KeyError:  # a missing feature (a missing value), or a new class
+                    values = [*map(x.get, self._features), classes[y]]
+                for i, codes in codes_at:
+                    value = values[i]
+                    if value is not None:
+                        values[i] = codes[value if value.__class__ is str else str(value)]
+                    else:
+                        values[i] = _NAN
+                rows += values
+        except (KeyError, TypeError):  # new, or unhashable: the call-by-call path says
+            return None
+        return rows
+
+    def _one_by_one(self, xs: Sequence[Features], ys: Sequence[Hashable]) -> list[Proba]:
+        """:meth:`predict_learn_many` call by call."""
+        answers: list[Proba] = []
+        for done, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            try:
+                answers.append(self.predict_proba_one(x))
+            except Exception as exc:
+                raise StoppedAt(done, "predict", exc, answers) from exc
+            try:
+                self.learn_one(x, y)
+            except Exception as exc:
+                raise StoppedAt(done, "learn", exc, answers) from exc
+        return answers
 
     def _proba(self, votes: list[float]) -> Proba:
         """MOA's votes as probabilities over the known classes, MOA's choice on top.
@@ -399,8 +353,8 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         if java is None:
             self._learner = new_moa_learner(self.name, self.options, self.seed)
             return
-        jpype = _jvm()
-        header, learner = _serialisation().deserialize(jpype.JArray(jpype.JByte)(java))
+        jpype = jvm()
+        header, learner = serialisation().deserialize(jpype.JArray(jpype.JByte)(java))
         self._header, self._learner = header, learner
         for i in [*self._nominal, len(self._features)]:
             self._value_lists[i] = self._header.attribute(i).getAttributeValues()
@@ -409,9 +363,9 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
     def _java_bytes(self) -> bytes:
         """Java serialisation of the header and the learner, as one object (they share
         the header's value lists)."""
-        jpype = _jvm()
+        jpype = jvm()
         pair = jpype.JArray(jpype.JObject)([self._header, self._learner])
-        return bytes(_serialisation().serialize(pair))
+        return bytes(serialisation().serialize(pair))
 
 
 #: What a pickle leaves out: Java objects (the learner and the header go as Java
@@ -440,10 +394,3 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return _NAN
-
-
-def _serialisation() -> Any:
-    """Commons Lang's ``SerializationUtils`` (in MOA's jar): its object stream resolves
-    classes with the loader of MOA's jar, which a plain ``java.io.ObjectInputStream``
-    called from Python does not."""
-    return _jvm().JClass("org.apache.commons.lang3.SerializationUtils")

@@ -18,9 +18,9 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
 
     config = ExperimentConfig.from_dict(job["config"])
     if job.get("warm_jvm"):  # moa: learners: the JVM starts before the clock, as CapyMOA's
-        from streameval.pipeline.learners.moa import _jvm
+        from streameval.pipeline.learners.moa_java import jvm
 
-        _jvm()
+        jvm()
     if job.get("sample_buffer"):
         return _evaluate_sampled(config, job)
     from streameval.pipeline.evaluate import evaluate_config

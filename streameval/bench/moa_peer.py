@@ -85,12 +85,12 @@ def capymoa_prequential(
     from capymoa.evaluation import prequential_evaluation
     from capymoa.stream import ARFFStream
 
-    from streameval.pipeline.learners.moa import MOA_CLASSIFIERS, _jvm
+    from streameval.pipeline.learners.moa_java import MOA_CLASSIFIERS, jvm
 
     arff.write_text(arff_text(instances) + "\n")
     stream = ARFFStream(str(arff))
     schema = stream.get_schema()
-    model = MOAClassifier(_jvm().JClass(MOA_CLASSIFIERS[learner]), schema=schema)
+    model = MOAClassifier(jvm().JClass(MOA_CLASSIFIERS[learner]), schema=schema)
     start, cpu = time.perf_counter(), time.process_time()
     results = prequential_evaluation(
         stream, model, store_predictions=True, optimise=optimise, window_size=window

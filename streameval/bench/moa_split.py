@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from streameval.pipeline.learners.moa import MOAClassifier, _jvm
+from streameval.pipeline.learners.moa import MOAClassifier
+from streameval.pipeline.learners.moa_java import jvm
 from streameval.pipeline.streams.base import Instance
 
 
@@ -59,7 +60,7 @@ def split(
     names: Sequence[str], rows: Sequence[Instance], warm: int, reps: int
 ) -> dict[str, dict[str, float]]:
     """Per learner of ``names``: microseconds per instance, total and its three parts."""
-    _jvm()
+    jvm()
     head, tail = rows[:warm], rows[warm:]
     models = {"python": python_only("NaiveBayes", head)}
     for name in ["MajorityClass", *names]:

@@ -60,9 +60,9 @@ def child_river_loop(job: dict[str, Any]) -> dict[str, Any]:
     from streameval.pipeline.streams.datasets import load
 
     if job.get("moa"):
-        from streameval.pipeline.learners.moa import _jvm
+        from streameval.pipeline.learners.moa_java import jvm
 
-        _jvm()
+        jvm()
 
     def run() -> tuple[int, int]:
         dataset = load(job["dataset"], data_dir=job.get("data_dir"))
