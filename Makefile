@@ -50,9 +50,9 @@ faults: install  ## the fault injections (killed workers, lost broker) and the 1
 bench: install  ## speed and memory, measured side by side (writes bench/results.json)
 	$(BIN)/streameval bench
 
-java: install  ## rebuild the Java 8 class of MOA's test-then-train loop from its source (needs a JDK's javac)
+java: install  ## rebuild the Java 8 class of MOA's loops over a block of rows from its source (needs a JDK's javac)
 	cd pipeline/learners/java && javac --release 8 -Xlint:-options -d . \
-		-cp "$$($(abspath $(PY)) -m streameval.pipeline.learners.moa_java --jar)" streameval/moa/TestThenTrain.java
+		-cp "$$($(abspath $(PY)) -m streameval.pipeline.learners.moa_java --jar)" streameval/moa/Loops.java
 
 # Compose v2 (`docker compose`), else the v1 binary (`docker-compose`)
 COMPOSE_CMD ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)

@@ -15,9 +15,11 @@ import pytest
 from streameval.pipeline.columnar import ColumnarExperiment
 from streameval.pipeline.columnar.driver import drive_immediate
 from streameval.pipeline.config import ExperimentConfig
+from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.failure import LearnerFailed, StoppedAt
 from streameval.pipeline.learners import moa, moa_java
+from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.moa import MOAClassifier
 from streameval.pipeline.streams.base import Instance
 from streameval.pipeline.streams.delay import InstanceDelay
@@ -32,22 +34,26 @@ BLOCK = 512
 
 
 class Counted:
-    """``test_then_train()``'s Java class, counting the blocks it is given."""
+    """``loops()``'s Java class, counting the blocks it is given."""
 
     def __init__(self, helper: Any) -> None:
-        self.helper, self.blocks = helper, 0
+        self.helper, self.blocks, self.batches = helper, 0, 0
 
-    def run(self, *args: Any) -> int:
+    def testThenTrain(self, *args: Any) -> int:
         self.blocks += 1
-        return self.helper.run(*args)
+        return self.helper.testThenTrain(*args)
+
+    def votes(self, *args: Any) -> None:
+        self.batches += 1
+        self.helper.votes(*args)
 
 
 @pytest.fixture
 def counted(monkeypatch) -> Counted:
-    helper = moa_java.test_then_train()
+    helper = moa_java.loops()
     assert helper is not None, "the Java class ships with the package and loads"
     spy = Counted(helper)
-    monkeypatch.setattr(moa, "test_then_train", lambda: spy)
+    monkeypatch.setattr(moa, "loops", lambda: spy)
     return spy
 
 
@@ -189,14 +195,95 @@ def per_instance(exp: ColumnarExperiment, rows: list[Instance]) -> None:
 @pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK here (javac): nothing to compile")
 def test_the_committed_class_is_its_source_compiled(tmp_path: Path) -> None:
     """The bytecode that ships is what ``make java`` makes of the source beside it."""
-    source = moa_java._JAVA_DIR / "streameval" / "moa" / "TestThenTrain.java"
+    source = moa_java._JAVA_DIR / "streameval" / "moa" / "Loops.java"
     jar = str(moa_java.moa_jar())
     javac = ["javac", "--release", "8", "-Xlint:-options", "-d", str(tmp_path), "-cp", jar]
     subprocess.run([*javac, str(source)], check=True)
 
     def listing(root: Path) -> str:
-        javap = ["javap", "-c", "-p", "-cp", str(root), "streameval.moa.TestThenTrain"]
+        javap = ["javap", "-c", "-p", "-cp", str(root), "streameval.moa.Loops"]
         return subprocess.run(javap, capture_output=True, text=True, check=True).stdout
 
-    assert "public static int run(moa.classifiers.Classifier" in listing(moa_java._JAVA_DIR)
+    assert "public static int testThenTrain(moa.classifiers.Classifier" in listing(
+        moa_java._JAVA_DIR
+    )
     assert listing(tmp_path) == listing(moa_java._JAVA_DIR)
+
+
+@pytest.mark.parametrize("name", ["NaiveBayes", "HoeffdingTree"])
+def test_without_the_java_class_the_rows_go_call_by_call_with_the_same_results(
+    data_dir: Path, monkeypatch, name: str
+) -> None:
+    rows = load_rows("electricity", 2000, str(data_dir))
+    xs, ys = [r.x for r in rows], [r.y for r in rows]
+    java, python = MOAClassifier(name), MOAClassifier(name)
+    got = [in_blocks(java, xs[:1500], ys[:1500]), java.predict_proba_many(xs[1500:])]
+    monkeypatch.setattr(moa, "loops", lambda: None)
+    expected = [in_blocks(python, xs[:1500], ys[:1500]), python.predict_proba_many(xs[1500:])]
+    assert got == expected
+    assert java._java_bytes() == python._java_bytes()
+
+
+def test_a_batch_of_predictions_leaves_the_instance_a_learn_one_is_about_to_use(
+    data_dir: Path, counted: Counted
+) -> None:
+    """Between ``predict_proba_one(x)`` and ``learn_one(x, y)`` (which reuses the values
+    the prediction wrote) a batch of predictions of other rows changes nothing."""
+    rows = load_rows("electricity", 1200, str(data_dir))
+    plain, batched = MOAClassifier("HoeffdingTree"), MOAClassifier("HoeffdingTree")
+    others = [r.x for r in rows[:50]]
+    for i, r in enumerate(rows):
+        assert plain.predict_proba_one(r.x) == batched.predict_proba_one(r.x)
+        if i > 100 and i % 10 == 0:
+            batched.predict_proba_many(others)
+        plain.learn_one(r.x, r.y)
+        batched.learn_one(r.x, r.y)
+    assert counted.batches == 109
+    assert plain._java_bytes() == batched._java_bytes()
+
+
+def test_re_evaluation_with_moa_learners_gives_the_same_results_with_and_without_java_loops(
+    data_dir: Path, monkeypatch
+) -> None:
+    names = ["nochange", "moa:NaiveBayes", "moa:HoeffdingTree"]
+    cfg = ExperimentConfig("r", names, dataset="covtype", delay="300", limit=2500, reeval_k=10)
+    real = moa_java.loops()
+    spy = Counted(real)
+    monkeypatch.setattr(moa, "loops", lambda: spy)
+    got = evaluate_config(cfg, data_dir=data_dir)
+    assert spy.batches > 2 * 200  # every K=10 labels, each MOA learner's pending instances
+    monkeypatch.setattr(moa, "loops", lambda: None)
+    assert document(evaluate_config(cfg, data_dir=data_dir)) == document(got)
+
+
+NAN, INF = float("nan"), float("inf")
+#: Rows of votes: ties (the first of the highest), zeros, NaN, infinities, negatives.
+AWKWARD_VOTES = [
+    [1.0, 1.0], [0.0, 0.0], [2.0, 1.0], [1.0, 2.0], [NAN, 1.0], [1.0, NAN], [INF, 1.0],
+    [1.0, INF], [-1.0, 0.5], [0.5, -1.0], [3.0, 3.0, 1.0], [1.0, 3.0, 3.0], [0.0, 0.0, 0.0],
+    [NAN, 2.0, 3.0], [2.0, NAN, 1.0], [1.0, INF, INF], [-2.0, -1.0, -3.0], [0.2, 0.3, 0.5],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_labels_of_a_batch_are_the_top_of_its_probabilities(k: int) -> None:
+    learner = MOAClassifier("NaiveBayes")
+    learner._classes = ["UP", "DOWN", "FLAT"][:k]
+    rows = [row for row in AWKWARD_VOTES if len(row) == k]
+    votes = [v for row in rows for v in row]
+    assert learner._labels(votes, k) == [argmax(learner._proba(row)) for row in rows]
+
+
+@pytest.mark.parametrize(("dataset", "n"), [("electricity", 3000), ("covtype", 3000)])
+def test_predict_labels_many_is_the_argmax_of_predict_proba_many(
+    data_dir: Path, counted: Counted, dataset: str, n: int
+) -> None:
+    rows = load_rows(dataset, n, str(data_dir))
+    xs, ys = [r.x for r in rows], [r.y for r in rows]
+    for name in ("NaiveBayes", "HoeffdingTree"):
+        learner = MOAClassifier(name)
+        in_blocks(learner, xs[:2000], ys[:2000])
+        labels = learner.predict_labels_many(xs[2000:])
+        assert labels == [argmax(p) for p in learner.predict_proba_many(xs[2000:])]
+        assert labels == [argmax(learner.predict_proba_one(x)) for x in xs[2000:]]
+        assert len(set(labels)) > 1

@@ -22,11 +22,12 @@ and a missing extra or Java gives one line saying what to install.
 * **Few crossings into Java**: each learner keeps one MOA instance over one Java
   ``double[]``. A prediction writes the features into it (one crossing) and asks for
   the votes (one); ``learn_one`` of the ``x`` just predicted sets the class in it (one)
-  and trains (one). A batch of re-evaluation predictions crosses as one ``double[][]``.
-  A block of test-then-train (:meth:`MOAClassifier.predict_learn_many`, which the
-  columnar core calls with immediate labels) crosses once: its rows go as one
-  ``double[]`` to streameval's own Java loop, which makes MOA's calls and gives back
-  every vote; the learner sees the same calls, in the same order, on the same instance.
+  and trains (one). A block of rows crosses once, as one ``double[]``, to streameval's
+  own Java loops (:func:`~streameval.pipeline.learners.moa_java.loops`): a batch of
+  predictions (the re-evaluation's) gets MOA's votes for each row; a block of
+  test-then-train (:meth:`MOAClassifier.predict_learn_many`, which the columnar core
+  calls with immediate labels) gets MOA's calls for each row, the same calls in the
+  same order as one by one, on the same instance, and every vote back.
 * **Checkpoints**: the model pickles as the bytes of Java serialisation
   (``java.io.ObjectOutputStream``) of the header and the learner, as one object, so the
   signed checkpoint of a worker holds it like any other learner.
@@ -39,6 +40,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Hashable, Sequence
+from itertools import chain
 from typing import Any
 
 from river import base as river_base
@@ -51,9 +53,9 @@ from streameval.pipeline.learners.moa_java import (
     cli_string,
     dense_instance,
     jvm,
+    loops,
     new_moa_learner,
     serialisation,
-    test_then_train,
 )
 
 __all__ = ["MOA_CLASSIFIERS", "MOAClassifier", "MOAUnavailable", "cli_string", "new_moa_learner"]
@@ -125,7 +127,9 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         ``double[]`` (its values: MOA's instances keep the array they are given): each
         call writes the buffer in one crossing. The learners of :data:`MOA_CLASSIFIERS`
         keep no reference to an instance they are given (the ensembles train copies,
-        kNN's window holds copies), so one instance serves every call.
+        kNN's window holds copies), so one instance serves every call. A second one,
+        ``_scratch`` over ``_scratch_buffer``, serves the batches of predictions, which
+        leave the buffer to the ``learn_one`` that may follow a ``predict_proba_one``.
         """
         jpype = jvm()
         names = tuple(self._features)
@@ -137,6 +141,9 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         self._instance.setDataset(self._header)
         self._votes = self._learner.getVotesForInstance
         self._train = self._learner.trainOnInstance
+        self._scratch_buffer = jpype.JArray(jpype.JDouble)(len(names) + 1)
+        self._scratch = dense_instance()(1.0, self._scratch_buffer)
+        self._scratch.setDataset(self._header)
 
     def _values(self, x: Features) -> list[Any]:
         """MOA's values of ``x``'s features in header order, the class missing (NaN).
@@ -210,34 +217,85 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
     def predict_proba_many(
         self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
     ) -> list[Proba]:
-        """``predict_proba_one`` of each instance; the rows cross into Java as one array
-        (an instance of the header over each; the buffer is left alone)."""
+        """``predict_proba_one`` of each instance; the rows cross into Java as one array,
+        for MOA's votes in one call (:meth:`_votes_of`; the buffer is left alone)."""
+        votes, k = self._batch_votes(xs, at)
+        proba = self._proba
+        if not k:
+            return [{} for _ in xs]
+        return [proba(votes[i : i + k]) for i in range(0, len(votes), k)]
+
+    def predict_labels_many(
+        self, xs: Sequence[Features], *, at: Sequence[int] | None = None, **kwargs: Any
+    ) -> list[Hashable | None]:
+        """The label :meth:`predict_proba_many` puts on top, MOA's choice (the first class
+        of the highest vote, as :meth:`_proba` finds it), without the probabilities."""
+        votes, k = self._batch_votes(xs, at)
+        return self._labels(votes, k) if k else [None] * len(xs)
+
+    def _labels(self, votes: list[float], k: int) -> list[Hashable]:
+        """MOA's choice in each row of ``k`` votes: ``argmax`` of :meth:`_proba`'s answer."""
+        classes = self._classes
+        if k == 2:
+            first, second = classes
+            pairs = zip(votes[::2], votes[1::2], strict=True)
+            return [second if b > a else first for a, b in pairs]
+        rows = (votes[i : i + k] for i in range(0, len(votes), k))
+        return [classes[row.index(max(row))] for row in rows]
+
+    def _batch_votes(
+        self, xs: Sequence[Features], at: Sequence[int] | None
+    ) -> tuple[list[float], int]:
+        """MOA's votes for each of ``xs``, ``k`` per instance one after the other, and
+        ``k`` (the classes known; 0: none yet, no votes)."""
         if at is not None:
             check_aligned(xs, at)
         if not xs:
-            return []
+            return [], len(self._classes)
         if self._header is None:
             self._build_header(xs[0])
         if not self._classes:
-            return [{} for _ in xs]
+            return [], 0
+        if self._codes_at:
+            rows = [v for x in xs for v in self._values(x)[:-1]]
+        else:  # numbers only: the features, in header order, in C
+            try:
+                rows = list(chain.from_iterable(map(self._take, xs)))
+            except KeyError:  # a feature missing from some x
+                rows = [v for x in xs for v in self._values(x)[:-1]]
         jpype = jvm()
-        rows = [self._values(x) for x in xs]
         try:
-            matrix = jpype.JArray(jpype.JDouble, 2)(rows)
+            flat = jpype.JArray(jpype.JDouble)(rows)
         except TypeError:  # a numeric attribute holds something else than a number
-            matrix = jpype.JArray(jpype.JDouble, 2)([[_number(v) for v in r] for r in rows])
-        dense, header, votes = dense_instance(), self._header, self._votes
-        out = []
-        for row in matrix:
-            inst = dense(1.0, row)
-            inst.setDataset(header)
-            out.append(self._proba(memoryview(votes(inst)).tolist()))
+            flat = jpype.JArray(jpype.JDouble)([_number(v) for v in rows])
+        k = len(self._classes)
+        return self._votes_of(flat, len(xs), k), k
+
+    def _votes_of(self, flat: Any, n: int, k: int) -> list[float]:
+        """MOA's votes for the ``n`` rows of ``flat`` (a Java ``double[]``, each row the
+        header's features, the class left out), ``k`` per row (padded with 0 or cut), one
+        row after the other.
+
+        The rows go through a second instance of the header (``_scratch``), so that the
+        buffer keeps the ``x`` a ``learn_one`` may be about to learn."""
+        jpype, width = jvm(), self._class_at
+        helper = loops()
+        if helper is not None:
+            votes = jpype.JArray(jpype.JDouble)(n * k)
+            helper.votes(
+                self._learner, self._scratch, self._scratch_buffer, flat, width, n, k, votes
+            )
+            return memoryview(votes).tolist()
+        rows, out = memoryview(flat).tolist(), []
+        for i in range(0, n * width, width):
+            self._scratch_buffer[:] = [*rows[i : i + width], _NAN]
+            out += (memoryview(self._votes(self._scratch)).tolist() + [0.0] * k)[:k]
         return out
 
     def predict_learn_many(self, xs: Sequence[Features], ys: Sequence[Hashable]) -> list[Proba]:
         """``predict_proba_one(x)`` then ``learn_one(x, y)`` for each pair, in order: the
         answers of the predictions. The calls are made in Java, the block of rows crossing
-        as one array (:func:`~streameval.pipeline.learners.moa_java.test_then_train`),
+        as one array (:func:`~streameval.pipeline.learners.moa_java.loops`),
         when the block holds no class and no nominal value the header does not know yet
         (a new one changes the header between two calls); else call by call, in Python.
 
@@ -248,7 +306,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         if self._header is None:
             self._build_header(xs[0])
         rows = self._block_rows(xs, ys)
-        helper = test_then_train()
+        helper = loops()
         if rows is None or helper is None:
             return self._one_by_one(xs, ys)
         jpype = jvm()
@@ -260,7 +318,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         votes = jpype.JArray(jpype.JDouble)(n * k)
         failure, step = jpype.JClass("java.lang.Throwable")[1], jpype.JInt[1]
         self._last = None  # the buffer holds the block's rows
-        done = helper.run(
+        done = helper.testThenTrain(
             self._learner, self._instance, self._buffer, flat, width, n, k, votes, failure, step
         )
         answered = done + (done < n and step[0] == 1)  # it failed to learn a row it answered
@@ -372,7 +430,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
 #: serialisation) and what :meth:`MOAClassifier._attach` makes again.
 _TRANSIENT = frozenset(
     {"_learner", "_value_lists", "_last", "_take", "_codes_at", "_class_at"}
-    | {"_buffer", "_instance", "_votes", "_train"}
+    | {"_buffer", "_instance", "_votes", "_train", "_scratch_buffer", "_scratch"}
 )
 
 

@@ -12,10 +12,10 @@ and a missing extra or Java gives one line saying what to install.
   integer, float, flag and multiple-choice options are accepted, each checked by MOA
   against its range and choices: an option that names a Java class (a ``ClassOption``)
   is refused, so a spec never makes MOA instantiate a class of its choosing.
-* **MOA's test-then-train loop in Java** (:func:`test_then_train`): the class
-  ``streameval.moa.TestThenTrain``, whose source and Java 8 bytecode are in ``java/``
-  (``make java`` builds the one from the other), makes a learner's calls for a whole
-  block of rows in one crossing from Python.
+* **Loops in Java** (:func:`loops`): the class ``streameval.moa.Loops``, whose source
+  and Java 8 bytecode are in ``java/`` (``make java`` builds the one from the other),
+  makes a learner's calls for a whole block of rows (test-then-train, or predictions
+  only) in one crossing from Python.
 
 >>> sorted(MOA_CLASSIFIERS)[:3]
 ['AdaptiveRandomForest', 'EFDT', 'HoeffdingAdaptiveTree']
@@ -55,7 +55,7 @@ _lock = threading.Lock()
 _java: Any = None
 _dense: Any = None
 _JAVA_DIR = Path(__file__).parent / "java"
-_helper: Any = False  # the Java class of test_then_train(): False until looked up
+_loops: Any = False  # the Java class of loops(): False until looked up
 
 
 class MOAUnavailable(SpecError):
@@ -160,21 +160,21 @@ def new_moa_learner(name: str, options: dict[str, Any], seed: int | None = None)
     return learner
 
 
-def test_then_train() -> Any:
-    """The Java class ``streameval.moa.TestThenTrain`` (MOA's test-then-train over a
-    block of rows; compiled beside its source in ``java/``), or ``None`` when it cannot
-    be loaded (the block then goes call by call, with the same results)."""
-    global _helper
-    if _helper is False:
+def loops() -> Any:
+    """The Java class ``streameval.moa.Loops`` (MOA's calls over a block of rows; compiled
+    beside its source in ``java/``), or ``None`` when it cannot be loaded (the rows then
+    go call by call, with the same results)."""
+    global _loops
+    if _loops is False:
         jpype = jvm()
         try:
             root = jpype.JClass("java.io.File")(str(_JAVA_DIR)).toURI().toURL()
             parent = jpype.JClass("moa.classifiers.Classifier").class_.getClassLoader()
             loader = jpype.JClass("java.net.URLClassLoader")([root], parent)
-            _helper = jpype.JClass("streameval.moa.TestThenTrain", loader=loader)
+            _loops = jpype.JClass("streameval.moa.Loops", loader=loader)
         except Exception:  # not installed with the package, or bytecode the JVM refuses
-            _helper = None
-    return _helper
+            _loops = None
+    return _loops
 
 
 def serialisation() -> Any:
