@@ -73,3 +73,21 @@ def test_the_python_side_of_the_split_runs_the_adapter_on_python_stand_ins(data_
     last = rows[-1]
     assert model._buffer[:-1] == model._values(last.x)[:-1]
     assert model._buffer[-1] == model._classes.index(last.y)
+
+
+@pytest.mark.moa
+def test_moa_loops_compares_the_same_results_with_and_without_the_java_loops(
+    data_dir: Path,
+) -> None:
+    """The profile's A/B: both sides run (the loops restored after) and give equal results."""
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.learners import moa, moa_java
+
+    from streameval.bench.moa_loops import compare
+
+    cfg = ExperimentConfig(
+        "a", ["moa:NaiveBayes"], dataset="covtype", delay="200", limit=1500, reeval_k=10
+    )
+    got = compare(cfg, 1, str(data_dir))
+    assert got["equal"] is True and got["loops"] > 0 and got["call by call"] > 0
+    assert moa.loops is moa_java.loops

@@ -21,10 +21,12 @@ from streameval.pipeline.failure import LearnerFailed, StoppedAt
 from streameval.pipeline.learners import moa, moa_java
 from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.moa import MOAClassifier
+from streameval.pipeline.learners.spec import build_learner
 from streameval.pipeline.streams.base import Instance
 from streameval.pipeline.streams.delay import InstanceDelay
 from streameval.pipeline.streams.schedule import replay_schedule
 from test_columnar import document
+from test_learners_moa import SMALL
 
 from streameval.bench.moa_peer import load_rows
 
@@ -287,3 +289,20 @@ def test_predict_labels_many_is_the_argmax_of_predict_proba_many(
         assert labels == [argmax(p) for p in learner.predict_proba_many(xs[2000:])]
         assert labels == [argmax(learner.predict_proba_one(x)) for x in xs[2000:]]
         assert len(set(labels)) > 1
+
+
+@pytest.mark.parametrize("name", sorted(moa_java.MOA_CLASSIFIERS))
+def test_every_allowed_learner_answers_a_java_block_as_one_by_one(
+    rows_electricity: list[Instance], counted: Counted, name: str
+) -> None:
+    spec = f"moa:{name}{SMALL[name]}"
+    xs, ys = [r.x for r in rows_electricity], [r.y for r in rows_electricity]
+    a, b = build_learner(spec, context=None), build_learner(spec, context=None)
+    assert in_blocks(a, xs, ys) == one_by_one(b, xs, ys)
+    assert counted.blocks == 2  # 1,500 rows: the first block meets the classes
+    assert a.predict_proba_many(xs[:300]) == b.predict_proba_many(xs[:300])
+
+
+@pytest.fixture(scope="module")
+def rows_electricity(data_dir: Path) -> list[Instance]:
+    return load_rows("electricity", 1500, str(data_dir))

@@ -53,7 +53,8 @@ class Caller:
     so that a driver may call the learners for many instances first and read their
     answers after (:meth:`~streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate`).
     ``block(instances, first_at)``, where set, is ``ask`` then ``learn`` of each instance
-    in one call: the raw answers, and the failure that stopped it (its instance not done).
+    in one call: the raw answers, and the failure that stopped it (the answers stop
+    before its instance, or after it when the learner failed to learn it).
     """
 
     name: str
