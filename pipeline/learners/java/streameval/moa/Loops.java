@@ -10,15 +10,16 @@ import moa.classifiers.Classifier;
  * ask the votes) and a training twice more (set the class, train). These loops make the
  * same learner calls in the same order, on the instance they are given (a MOA instance
  * over {@code buffer}: writing the buffer changes its values), for a whole block of rows
- * ({@code width} values each, the class value last, one row after the other).
+ * given as one array, one row after the other.
  */
 public final class Loops {
     private Loops() {}
 
     /**
-     * Test-then-train: for each row {@code i < n}, the learner's votes for the row with
-     * its class missing go to {@code votes[i*k .. i*k+k)} (votes past {@code k} dropped,
-     * missing ones left 0), then the learner trains on the row with its class.
+     * Test-then-train: for each row {@code i < n} of {@code rows} ({@code width} values,
+     * the class value last), the learner's votes for the row with its class missing go
+     * to {@code votes[i*k .. i*k+k)} (votes past {@code k} dropped, missing ones left 0),
+     * then the learner trains on the row with its class.
      *
      * @return the rows done: {@code n}, or the row on which the learner threw, its
      *     exception in {@code failure[0]} and {@code step[0]} 0 (votes) or 1 (training)
