@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import suppress
 from itertools import chain
 from typing import Any
 
@@ -145,11 +146,13 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         self._scratch = dense_instance()(1.0, self._scratch_buffer)
         self._scratch.setDataset(self._header)
 
-    def _values(self, x: Features) -> list[Any]:
+    def _values(self, x: Features, code_of: Callable[[int, Any], float] | None = None) -> list[Any]:
         """MOA's values of ``x``'s features in header order, the class missing (NaN).
 
-        Nominal values are coded; a numeric attribute keeps ``x``'s value as it is
+        Nominal values are coded by ``code_of`` (default :meth:`_code`, which adds a new
+        value to the header); a numeric attribute keeps ``x``'s value as it is
         (:meth:`_write` makes the buffer's numbers of it)."""
+        code_of = code_of or self._code
         try:
             values = [*self._take(x), _NAN]
         except KeyError:  # a feature of the header missing from x: a missing value
@@ -157,7 +160,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         for i, codes in self._codes_at:
             value = values[i]
             code = codes.get(value) if value.__class__ is str else None
-            values[i] = code if code is not None else self._code(i, value)
+            values[i] = code if code is not None else code_of(i, value)
         return values
 
     def _code(self, i: int, value: Any) -> float:
@@ -170,6 +173,10 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             code = codes[text] = len(codes)
             self._value_lists[i].add(text)
         return code
+
+    def _known_code(self, i: int, value: Any) -> float:
+        """:meth:`_code` of a value the header knows: ``KeyError`` for a new one."""
+        return _NAN if value is None else self._nominal[i][str(value)]
 
     def _write(self, values: list[Any]) -> None:
         """``values`` into the buffer: one crossing, unless a numeric attribute holds
@@ -256,20 +263,14 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
             self._build_header(xs[0])
         if not self._classes:
             return [], 0
-        if self._codes_at:
-            rows = [v for x in xs for v in self._values(x)[:-1]]
-        else:  # numbers only: the features, in header order, in C
-            try:
+        rows = None
+        if not self._codes_at:  # numbers only: the features, in header order, in C
+            with suppress(KeyError):  # a feature missing from some x: the loop below
                 rows = list(chain.from_iterable(map(self._take, xs)))
-            except KeyError:  # a feature missing from some x
-                rows = [v for x in xs for v in self._values(x)[:-1]]
-        jpype = jvm()
-        try:
-            flat = jpype.JArray(jpype.JDouble)(rows)
-        except TypeError:  # a numeric attribute holds something else than a number
-            flat = jpype.JArray(jpype.JDouble)([_number(v) for v in rows])
+        if rows is None:
+            rows = [v for x in xs for v in self._values(x)[:-1]]
         k = len(self._classes)
-        return self._votes_of(flat, len(xs), k), k
+        return self._votes_of(_doubles(rows), len(xs), k), k
 
     def _votes_of(self, flat: Any, n: int, k: int) -> list[float]:
         """MOA's votes for the ``n`` rows of ``flat`` (a Java ``double[]``, each row the
@@ -309,11 +310,7 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         helper = loops()
         if rows is None or helper is None:
             return self._one_by_one(xs, ys)
-        jpype = jvm()
-        try:
-            flat = jpype.JArray(jpype.JDouble)(rows)
-        except TypeError:  # a numeric attribute holds something else than a number
-            flat = jpype.JArray(jpype.JDouble)([_number(v) for v in rows])
+        jpype, flat = jvm(), _doubles(rows)
         n, k, width = len(xs), len(self._classes), self._class_at + 1
         votes = jpype.JArray(jpype.JDouble)(n * k)
         failure, step = jpype.JClass("java.lang.Throwable")[1], jpype.JInt[1]
@@ -334,19 +331,11 @@ class MOAClassifier(ProbaMixin, river_base.Classifier):
         classes = self._class_index
         if not classes:
             return None
-        take, codes_at, rows = self._take, self._codes_at, []
+        rows: list[Any] = []
         try:
             for x, y in zip(xs, ys, strict=True):
-                try:
-                    values = [*take(x), classes[y]]
-                except KeyError:  # a missing feature (a missing value), or a new class
-                    values = [*map(x.get, self._features), classes[y]]
-                for i, codes in codes_at:
-                    value = values[i]
-                    if value is not None:
-                        values[i] = codes[value if value.__class__ is str else str(value)]
-                    else:
-                        values[i] = _NAN
+                values = self._values(x, self._known_code)
+                values[-1] = classes[y]
                 rows += values
         except (KeyError, TypeError):  # new, or unhashable: the call-by-call path says
             return None
@@ -442,6 +431,16 @@ def _getter(names: tuple[Hashable, ...]) -> Callable[[Features], tuple[Any, ...]
     if not names:
         return lambda x: ()
     return operator.itemgetter(*names)
+
+
+def _doubles(values: list[Any]) -> Any:
+    """``values`` as one Java ``double[]``: one crossing, unless a numeric attribute holds
+    something else than a number (``None``, a ``str``...: a missing value, :func:`_number`)."""
+    jpype = jvm()
+    try:
+        return jpype.JArray(jpype.JDouble)(values)
+    except TypeError:
+        return jpype.JArray(jpype.JDouble)([_number(v) for v in values])
 
 
 def _number(value: Any) -> float:
