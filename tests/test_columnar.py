@@ -306,6 +306,24 @@ def real_case(data_dir: Any, **settings: Any) -> tuple[ExperimentConfig, str]:
     return config, reference
 
 
+@pytest.mark.parametrize(("limit", "delay"), [(0, "0"), (0, "natural")])
+def test_a_stream_with_no_label_scored_same_json(data_dir, limit, delay) -> None:
+    # the AUC's window is read with nothing on the tape (`--limit 0` used to fail there)
+    config, reference = real_case(
+        data_dir,
+        learners=["nochange", "majority", "nb", "ht"],
+        dataset="electricity",
+        limit=limit,
+        delay=delay,
+        snapshot_every=None,
+    )
+    assert config.positive == "UP"
+    doc = json.loads(reference)
+    nb = doc["learners"]["nb"]
+    assert doc["n_labelled"] == 0 and nb["n_scored"] == 0 and nb["accuracy"] is None
+    assert nb["window"]["auc"] == 1.0  # no positive-negative pair: MOA's value
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", ["natural", "0"])
 def test_electricity_the_default_line_up_same_json(data_dir, delay) -> None:

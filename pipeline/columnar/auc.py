@@ -107,6 +107,8 @@ class AUCTally:
                 for p, n, pairs in zip(self.pos, self.neg, self.pairs, strict=True)
             ]
         assert tape is not None, "a window estimate reads the tape"
+        if not len(tape):  # no label scored yet: every window is empty
+            return [AUCCounts(0, 0, 0) for _ in self.pos]
         tail = tape.tail(self.window)
         assert tail.score is not None
         flags = positive[tail.y] if len(tail) else np.zeros(0, dtype=bool)
