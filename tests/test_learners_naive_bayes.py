@@ -20,7 +20,7 @@ from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.learners import MixedNB
 from streameval.pipeline.learners.base import argmax
-from streameval.pipeline.learners.naive_bayes import PointMassGaussianNB
+from streameval.pipeline.learners.naive_bayes import _EXACT_INT, PointMassGaussianNB, _Instance
 from streameval.pipeline.learners.river_adapter import clean
 from streameval.pipeline.streams.datasets import load
 
@@ -152,6 +152,40 @@ class RiverMixedNB:
         weights = {label: math.exp(ll - top) for label, ll in jll.items()}
         total = sum(weights.values())
         return {label: w / total for label, w in weights.items()}
+
+
+@pytest.mark.parametrize("kinds", ["fs", "fis", "fisB", "fisb", "s", ""])
+def test_an_instance_is_split_as_rivers_select_type_splits_it(kinds: str) -> None:
+    """Numbers to the Gaussians, strings to one-hot tokens, as river's ``SelectType`` and
+    ``OneHotEncoder`` split them, whichever mix of value types (f float, i int, B an int
+    past 2**53, s str, b bool) an instance holds."""
+    numeric = compose.SelectType(numbers.Number)
+    categorical = compose.SelectType(str) | preprocessing.OneHotEncoder(drop_zeros=True)
+    draw = {
+        "f": lambda r: r.gauss(0, 3),
+        "i": lambda r: r.randint(-5, 5),
+        "B": lambda r: r.choice([-1, 1]) * (_EXACT_INT + r.randint(1, 9)),
+        "s": lambda r: r.choice("uvw"),
+        "b": lambda r: r.random() < 0.5,
+    }
+    rng = random.Random(kinds)
+    for _ in range(200):
+        x = (
+            {f"k{j}": draw[rng.choice(kinds)](rng) for j in range(rng.randint(1, 6))}
+            if kinds
+            else {}
+        )
+        inst = _Instance(x)
+        num = numeric.transform_one(x)
+        assert list(inst.keys) == list(num) and inst.values == list(num.values())
+        assert inst.tokens == categorical.transform_one(x)
+        assert inst.scalar_only == any(
+            not isinstance(v, float | int) or (type(v) is int and abs(v) > _EXACT_INT)
+            for v in num.values()
+        )
+        assert (inst.floats is None) == inst.scalar_only
+        if inst.floats is not None:
+            assert inst.floats.tolist() == [float(v) for v in inst.values]
 
 
 def _wide_stream(n: int, seed: int = 5) -> list[tuple[dict, str]]:

@@ -126,6 +126,18 @@ class _Instance:
             self.values: list[Any] = values
             if int in kinds:
                 self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in values)
+        elif kinds <= {float, int, str}:  # what the general case below gives, told by type
+            keys = []
+            self.values = []
+            for k, v in x.items():
+                if v.__class__ is str:
+                    self.tokens[f"{k}_{v}"] = 1
+                else:
+                    keys.append(k)
+                    self.values.append(v)
+            self.keys = tuple(keys)
+            if int in kinds:
+                self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in self.values)
         else:
             # river's SelectType(numbers.Number), and SelectType(str) | OneHotEncoder
             pairs = [(k, v) for k, v in x.items() if isinstance(v, numbers.Number)]
