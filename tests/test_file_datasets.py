@@ -138,6 +138,35 @@ def test_types_are_inferred_and_overridable(tmp_path: Path) -> None:
     assert ds.positive == "no"
 
 
+def test_nan_in_a_numeric_column_is_a_missing_value(tmp_path: Path) -> None:
+    # numpy and pandas write a missing number as nan: the column stays numeric (as
+    # inferred or declared) and the value is left out; next to text it is a category
+    path = _csv(tmp_path, "a,b,c,y\n1.5,nan,x,p\nNaN,2,nan,q\n-nan,3,y,p\n")
+    for spec in (f"csv:{path}", f"csv:{path}[numeric=a|b]"):
+        ds = load(spec)
+        assert ds.categorical == ["c"], spec
+        assert [i.x for i in ds.iter_instances()] == [
+            {"a": 1.5, "c": "x"},
+            {"b": 2.0, "c": "nan"},
+            {"b": 3.0, "c": "y"},
+        ], spec
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffa,y\n1,p\n2,q\n".encode())
+    ds = load(f"csv:{path}[target=a,task=regression]")
+    assert ds.features == ["y"] and [i.y for i in ds.iter_instances()] == [1.0, 2.0]
+    arff = tmp_path / "bom.arff"
+    arff.write_bytes(
+        "\ufeff@relation r\n@attribute a numeric\n@attribute y {p,q}\n@data\n1,p\n2,q\n".encode()
+    )
+    assert [(i.x, i.y) for i in load(f"arff:{arff}").iter_instances()] == [
+        ({"a": 1.0}, "p"),
+        ({"a": 2.0}, "q"),
+    ]
+
+
 def test_times_ids_and_label_times(tmp_path: Path) -> None:
     path = _csv(
         tmp_path,

@@ -29,7 +29,8 @@ Options:
     ``--delay natural`` replays labels exactly then.
 ``nominal`` / ``numeric`` / ``exclude``
     override the inferred type of columns, or drop them. A column is numeric when every
-    value present parses as a number, else nominal (ARFF: as declared).
+    value present parses as a number (``nan`` included: a missing value), else nominal
+    (ARFF: as declared).
 ``task``, ``positive``, ``n``
     ``classification`` (default) or ``regression``; the positive class for AUC (default:
     the last of two classes in sorted order, e.g. ``1`` of 0/1, ``yes`` of no/yes; none
@@ -39,7 +40,8 @@ Options:
 (:func:`streameval.pipeline.streams.datasets.load`).
 
 The id, time, label-time and target columns are never features. A missing feature value
-is left out of the instance's ``x`` (as River does with sparse dicts); a missing target,
+(an empty field, ARFF's ``?``, ``nan`` in a numeric column) is left out of the instance's
+``x`` (as River does with sparse dicts); a missing target,
 time or id is an error. Classes are sorted (numerically when they all are numbers) and
 kept as text, as for the built-in datasets. The file is read twice: once up front to
 infer types and classes and to find every malformed row (an error naming the file, the
@@ -249,8 +251,14 @@ class FileSource(RecordSource[Row]):
         x: dict[str, FeatureValue] = {}
         for name, i, kind in self.layout.features:
             value = record[i]
-            if value is not None:
-                x[name] = float(value) if kind == "numeric" else value
+            if value is None:
+                continue
+            if kind != "numeric":
+                x[name] = value
+                continue
+            number = float(value)
+            if number == number:  # NaN in a numeric column: a missing value
+                x[name] = number
         return x, self.label(record)
 
     def label(self, record: Row) -> Any:
@@ -324,17 +332,27 @@ def _scan(source: FileSource) -> Scan:
             label_times[ident] = due
         for i in list(undecided):
             value = row[i]
-            if value is not None and not _is_number(value):
+            if value is not None and not _parses(value):
                 undecided.discard(i)
         for i in forced:
-            if row[i] is not None:
-                _number(row[i], path, line, cols[i])  # type: ignore[arg-type]
+            value = row[i]
+            if value is not None and not _parses(value):
+                raise DatasetError(f"{path}:{line}: column {cols[i]!r}: {value!r} is not a number")
     if n == 0:
         raise DatasetError(f"{path}: no data rows")
     numeric = undecided | forced
     lay.features = [(n_, i, "numeric" if i in numeric else "nominal") for n_, i, _ in lay.features]
     declared = lay.table.values.get(cols[lay.target], [])
     return Scan(n, [] if lay.regression else _sorted_classes(seen | set(declared)), label_times)
+
+
+def _parses(text: str) -> bool:
+    """Whether ``text`` is a value of a numeric column: a number, or NaN (a missing one)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_number(text: str) -> bool:

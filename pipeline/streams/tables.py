@@ -64,7 +64,7 @@ def open_text(path: Path) -> IO[str]:
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from exc
     raw: IO[bytes] = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
-    return io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")  # a leading BOM dropped
 
 
 def csv_table(path: Path) -> Table:
