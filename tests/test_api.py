@@ -208,6 +208,22 @@ def test_models_are_named_and_checked() -> None:
         streameval.evaluate(stream, [naive_bayes.GaussianNB(), linear_model.LinearRegression()])
     with pytest.raises(TypeError, match="stream item 0"):
         streameval.evaluate([{"x": 1}], naive_bayes.GaussianNB())
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (({"x": 1.0}, None), ValueError, "stream item 3: y is None"),
+        (({"x": 1.0}, "a", float("nan")), ValueError, "stream item 3: ts must be a finite"),
+        (({"x": 1.0}, "a", float("inf")), ValueError, "stream item 3: ts must be a finite"),
+        (({"x": 1.0}, "a", None), TypeError, r"stream item 3: ts .* got None \(or give"),
+    ],
+)
+def test_an_item_with_no_label_or_no_place_in_time_is_named(bad, error, message) -> None:
+    # a None label would become a class 'None'; a NaN time passes every order check
+    stream = [({"x": float(i)}, "ab"[i % 2], float(i)) for i in range(3)] + [bad]
+    with pytest.raises(error, match=message):
+        streameval.evaluate(stream, naive_bayes.GaussianNB(), delay="time:2")
     with pytest.raises(TypeError, match="is a path: name the file with its format"):
         streameval.evaluate(Path("data.csv"), naive_bayes.GaussianNB())
 

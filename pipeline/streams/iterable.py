@@ -14,6 +14,10 @@ Instance(id='0', ts=60.5, x={'a': 1}, y='x')
 Traceback (most recent call last):
 ...
 TypeError: stream item 0: x must be a mapping of feature name to value, got int
+>>> next(instances([({"a": 1}, "x", float("nan"))]))
+Traceback (most recent call last):
+...
+ValueError: stream item 0: ts must be a finite number of seconds or a datetime, got nan
 """
 
 from __future__ import annotations
@@ -46,15 +50,23 @@ def _unpack(i: int, item: Any) -> tuple[dict[str, Any], Any, Any]:
         raise TypeError(
             f"stream item {i}: x must be a mapping of feature name to value, got {type(x).__name__}"
         )
+    if item[1] is None:
+        raise ValueError(f"stream item {i}: y is None (every instance needs its label)")
+    if size == 3 and item[2] is None:
+        raise TypeError(f"stream item {i}: {_TS_KINDS}, got None (or give (x, y) only)")
     return x if isinstance(x, dict) else dict(x), item[1], item[2] if size == 3 else None
+
+
+_TS_KINDS = "ts must be a finite number of seconds or a datetime"
 
 
 def _seconds(i: int, ts: Any) -> float:
     if isinstance(ts, dt.datetime):
         return ts.timestamp()
     try:
-        return float(ts)
+        seconds = float(ts)
     except (TypeError, ValueError):
-        raise TypeError(
-            f"stream item {i}: ts must be a number of seconds or a datetime, got {ts!r:.40}"
-        ) from None
+        raise TypeError(f"stream item {i}: {_TS_KINDS}, got {ts!r:.40}") from None
+    if seconds - seconds != 0.0:  # NaN or infinite: no place in time
+        raise ValueError(f"stream item {i}: {_TS_KINDS}, got {ts!r:.40}")
+    return seconds
