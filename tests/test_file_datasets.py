@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streameval.pipeline.learners import MixedNB
 from streameval.pipeline.spec import SpecError
 from streameval.pipeline.streams.base import DatasetError
 from streameval.pipeline.streams.datasets import load, load_real
@@ -165,6 +166,23 @@ def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path: Path) -> No
         ({"a": 1.0}, "p"),
         ({"a": 2.0}, "q"),
     ]
+
+
+@pytest.mark.parametrize("extra", [[], ["--delay", "1", "--reeval-k", "1", "--bins", "2"]])
+def test_a_prefix_without_the_positive_class_is_no_error(tmp_path: Path, extra) -> None:
+    # the classes are the file's, the positive class checked against them before the run;
+    # the first two labels are both 'p' (the columnar and the per-event core)
+    path = _csv(tmp_path, "a,y\n1,p\n2,p\n3,q\n4,q\n")
+    out = tmp_path / "r.json"
+    args = ["evaluate", "--dataset", f"csv:{path}", "--limit", "2", "--learner", "nb"]
+    assert main([*args, "--no-progress", "--json", str(out), *extra]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["config"]["positive"] == "q" and doc["classes"] == ["p"]
+    assert doc["n_labelled"] == 2
+    lib = streameval.evaluate(f"csv:{path}", {"nb": MixedNB()}, limit=2)
+    assert lib["classes"] == ["p"] and lib["n_labelled"] == 2
+    with pytest.raises(ValueError, match="positive class 'q' is not one of the stream's"):
+        streameval.evaluate([({"a": 1.0}, "p"), ({"a": 2.0}, "p")], MixedNB(), positive="q")
 
 
 def test_times_ids_and_label_times(tmp_path: Path) -> None:

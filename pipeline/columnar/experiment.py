@@ -111,6 +111,8 @@ class ColumnarExperiment:
     are then not looked through for one.
     """
 
+    classes_known = False  #: as :attr:`Experiment.classes_known`
+
     def __init__(
         self,
         config: ExperimentConfig,
@@ -416,7 +418,8 @@ class ColumnarExperiment:
         self._flush()
         self.board.end(self.codes, self.diagnostics)
         self.counters["never_labelled"] = len(self.buffer)
-        check_positive(self.config.positive, self.classes, self.n_labelled)
+        if not self.classes_known:
+            check_positive(self.config.positive, self.classes, self.n_labelled)
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:
