@@ -167,6 +167,18 @@ def test_delta_in_both_readings_on_a_hand_computed_stream() -> None:
         diagnostics_table(s, "other")
 
 
+def test_the_printed_transitions_show_a_label_that_only_came_last() -> None:
+    # a a b: a follows a once, b follows a once; b precedes nothing, so it is a column only
+    from streameval.pipeline.report.table import diagnostics_table
+
+    s = stats_of("aab", max_lag=1)
+    assert s["transition"] == {"a": {"a": 0.5, "b": 0.5}}
+    lines = diagnostics_table(s).splitlines()
+    at = lines.index("transition P(y_t=col | y_t-1=row):")
+    assert lines[at + 1].split() == ["a", "b"]
+    assert lines[at + 2].split() == ["a", "0.5000", "0.5000"]
+
+
 def test_electricity_delta_48_is_the_papers_in_its_own_reading(data_dir: Path) -> None:
     """Sect. 6.8 reports Delta(48) = 0.02 on Elec2: the paper's reading gives it, the
     formula's gives -0.002 at l = 48 (and -0.022 at l = 47)."""

@@ -136,12 +136,13 @@ def diagnostics_table(diag: dict[str, Any], delta_reading: str = "formula") -> s
         )
     transition = diag.get("transition") or {}
     if transition:
-        labels = list(transition)
+        # a label that only ever came last follows others but precedes none: a column only
+        cols = list(dict.fromkeys([*transition, *(c for row in transition.values() for c in row)]))
         lines.append("transition P(y_t=col | y_t-1=row):")
-        lines.append("  " + "".join(str(c).rjust(9) for c in ["", *labels]))
-        for r in labels:
+        lines.append("  " + "".join(str(c).rjust(9) for c in ["", *cols]))
+        for r in transition:
             lines.append(
-                "  " + str(r).rjust(9) + "".join(fmt(transition[r].get(c), 9) for c in labels)
+                "  " + str(r).rjust(9) + "".join(fmt(transition[r].get(c), 9) for c in cols)
             )
     delta = diag.get("delta") or {}
     if delta_reading == "paper" and delta:
