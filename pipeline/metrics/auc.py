@@ -42,6 +42,12 @@ class AUC:
     >>> auc.revert(0.9, True)  # 0.5>0.3 and 0.5=0.5 -> 1.5 / 2
     >>> auc.get()
     0.75
+
+    With no positive-negative pair (nothing scored, or one class only) it is 1.0, as
+    MOA's AUC evaluators give it.
+
+    >>> AUC().get()
+    1.0
     """
 
     def __init__(self) -> None:
