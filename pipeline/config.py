@@ -9,6 +9,7 @@ equal event sequences give equal results, number for number.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -162,6 +163,11 @@ class ExperimentConfig:
             raise ValueError(f"--stop-at-labels must be >= 1, got {self.stop_at_labels}")
         if self.max_lag < 0:
             raise ValueError(f"max_lag must be >= 0, got {self.max_lag}")
+        for name in ("limit", "snapshot_every", "seed"):
+            value = getattr(self, name)
+            if value is not None and not (_is_int(value) and (value >= 0 or name == "seed")):
+                bound = "" if name == "seed" else " >= 0"
+                raise ValueError(f"{name} must be an integer{bound}, got {value!r}")
         for name, limit in LIMITS.items():
             value = getattr(self, name)
             size = len(value) if isinstance(value, list) else value
@@ -191,3 +197,8 @@ class ExperimentConfig:
         if unknown:
             raise ValueError(f"unknown experiment fields: {sorted(unknown)}")
         return cls(**d)
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, numpy's included; not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -260,7 +260,9 @@ def evaluate(
         reeval_k=reeval_k,
         bins=(50 if bins is None else bins) if reeval_k is not None else 0,
         weights=weights,
-        detectors=[_detector_spec(d) for d in detectors],
+        detectors=[
+            _detector_spec(d) for d in ([detectors] if isinstance(detectors, str) else detectors)
+        ],
         drift_reset=drift_reset,
         positive=None if positive is None else str(positive),
         auc_window=auc_window,
@@ -307,7 +309,7 @@ def _named(models: Mapping[str, Any] | Any) -> dict[str, Any]:
         items = list(models) if isinstance(models, (list, tuple)) else [models]
         named = {}
         for model in items:
-            name = type(model).__name__
+            name = (model if isinstance(model, type) else type(model)).__name__
             if name in named:
                 raise ValueError(f"two models named {name!r}: pass a dict of names to models")
             named[name] = model
@@ -318,6 +320,11 @@ def _named(models: Mapping[str, Any] | Any) -> dict[str, Any]:
             raise TypeError(
                 f"model {name!r} is the string {model!r}: pass a model object "
                 "(spec strings are for the command line)"
+            )
+        if isinstance(model, type):
+            raise TypeError(
+                f"model {name!r} is the class {model.__name__}: pass an instance, "
+                f"e.g. {model.__name__}()"
             )
     return named
 

@@ -208,6 +208,16 @@ def test_models_are_named_and_checked() -> None:
         streameval.evaluate(stream, [naive_bayes.GaussianNB(), linear_model.LinearRegression()])
     with pytest.raises(TypeError, match="stream item 0"):
         streameval.evaluate([{"x": 1}], naive_bayes.GaussianNB())
+    with pytest.raises(TypeError, match="is a path: name the file with its format"):
+        streameval.evaluate(Path("data.csv"), naive_bayes.GaussianNB())
+    with pytest.raises(TypeError, match=r"'GaussianNB' is the class GaussianNB: .* GaussianNB\(\)"):
+        streameval.evaluate(stream, naive_bayes.GaussianNB)
+    for bad in ({"limit": -1}, {"limit": 2.5}, {"snapshot_every": -1}, {"seed": "x"}):
+        with pytest.raises(ValueError, match=f"^{next(iter(bad))} must be an integer"):
+            streameval.evaluate(stream, naive_bayes.GaussianNB(), **bad)
+    # one detector named by a string, not the string's letters
+    one = streameval.evaluate(stream, naive_bayes.GaussianNB(), detectors="adwin")
+    assert one["config"]["detectors"] == ["adwin"]
 
 
 @pytest.mark.parametrize(
@@ -224,8 +234,6 @@ def test_an_item_with_no_label_or_no_place_in_time_is_named(bad, error, message)
     stream = [({"x": float(i)}, "ab"[i % 2], float(i)) for i in range(3)] + [bad]
     with pytest.raises(error, match=message):
         streameval.evaluate(stream, naive_bayes.GaussianNB(), delay="time:2")
-    with pytest.raises(TypeError, match="is a path: name the file with its format"):
-        streameval.evaluate(Path("data.csv"), naive_bayes.GaussianNB())
 
 
 def test_an_endless_generator_with_a_limit() -> None:

@@ -226,7 +226,8 @@ def parse_delay(spec: str | int, dataset: Dataset | None = None) -> DelayModel:
             raise SpecError("delay 'natural' needs a dataset")
         if dataset.natural_delay is None:
             raise SpecError(
-                f"dataset {dataset.name!r} has no natural delay; use one of {ALLOWED_FORMS}"
+                f"dataset {dataset.name!r} has no natural delay (a csv: or arff: file gets "
+                f"one from label_time=COL); use one of {ALLOWED_FORMS}"
             )
         return dataset.natural_delay
     if text.isdigit():

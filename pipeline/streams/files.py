@@ -146,10 +146,17 @@ def _layout(table: Table, options: dict[str, str]) -> Layout:
     for role in roles:
         if role in options:
             roles[role] = _column(table, options[role], role)
+    if roles["label_time"] is not None and roles["time"] is None:
+        raise SpecError(
+            f"{table.path}: label_time={options['label_time']} needs time=COL (label times "
+            "are event times; without time= a row's event time is its position)"
+        )
     excluded = _names(table, options, "exclude")
     target = _column(
         table, options.get("target") or _default_target(table, roles, excluded), "target"
     )
+    if cols[target] in excluded:
+        raise SpecError(f"{table.path}: column {cols[target]!r} is the target and excluded")
     unit = {"s": 1.0, "ms": 0.001}.get(options.get("time_unit", "s"))
     if unit is None:
         raise SpecError(f"{table.path}: time_unit must be s or ms, got {options['time_unit']!r}")
