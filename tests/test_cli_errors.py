@@ -64,6 +64,12 @@ CASES = [
         "streameval diagnose: error: --limit must be at least 0, got -1",
     ),
     Case(
+        "bins-without-reeval",
+        ["evaluate", "--dataset", "electricity", "--limit", "50", "--bins", "5"],
+        EXIT_USAGE,
+        "streameval evaluate: error: --bins needs --reeval-k",
+    ),
+    Case(
         "limit-not-a-number",
         ["evaluate", "--dataset", "electricity", "--limit", "x"],
         EXIT_USAGE,

@@ -164,6 +164,10 @@ def add_experiment_options(p: argparse.ArgumentParser, outputs: bool = True) -> 
 
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
+    bins = getattr(args, "config_sources", {}).get("bins")
+    if args.reeval_k is None and bins is not None and bins.kind != "default":
+        where = f" ({bins})" if bins.kind != "flag" else ""
+        raise ValueError(f"--bins{where} needs --reeval-k (the bins divide a re-evaluated wait)")
     return ExperimentConfig(
         stream=args.stream_id or args.dataset,
         learners=args.learner or list(DEFAULT_LEARNERS),
