@@ -166,6 +166,13 @@ def test_a_callable_delay_equals_the_same_constant_count_delay() -> None:
     assert by_function["config"]["delay"] == "callable:<lambda>"
     never = streameval.evaluate(stream, naive_bayes.GaussianNB(), delay=lambda x, y: 10**9)
     assert never["n_labelled"] == 400  # every label still comes, after the last features
+    for wait in (None, -1, "soon", float("nan")):
+        with pytest.raises(ValueError, match=r"delay function gave .* instance 0 \(a number"):
+            streameval.evaluate(stream, naive_bayes.GaussianNB(), delay=_constant(wait))
+
+
+def _constant(value: Any) -> Any:
+    return lambda x, y: value
 
 
 def test_kappa_per_and_accuracy_by_hand() -> None:

@@ -268,10 +268,16 @@ class CallableDelay(EventTimeDelay):
             wait = self.function(instance.x, instance.y)
         else:
             wait = self.function(instance.x, instance.y, instance.ts)
-        wait = float(wait)
-        if not wait >= 0:
-            raise ValueError(f"the delay function gave {wait} for instance {instance.id}")
-        return instance.ts + wait
+        try:
+            number = float(wait)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not number >= 0:
+            raise ValueError(
+                f"the delay function gave {wait!r:.40} for instance {instance.id} "
+                "(a number >= 0 is needed)"
+            )
+        return instance.ts + number
 
     def __str__(self) -> str:
         return f"callable:{getattr(self.function, '__name__', type(self.function).__name__)}"
