@@ -282,7 +282,7 @@ def evaluate(
         rows = dataset.iter_instances(limit)
         total = expected_events(config, dataset)
     else:
-        rows = instances(stream, limit)
+        rows = instances(stream, limit, classes=task == "classification")
         total = _expected(stream, limit)
     first = labels_first(config.protocol)
     if columnar.supports(config):

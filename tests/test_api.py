@@ -234,11 +234,12 @@ def test_models_are_named_and_checked() -> None:
         (({"x": 1.0}, "a", float("nan")), ValueError, "stream item 3: ts must be a finite"),
         (({"x": 1.0}, "a", float("inf")), ValueError, "stream item 3: ts must be a finite"),
         (({"x": 1.0}, "a", None), TypeError, r"stream item 3: ts .* got None \(or give"),
+        (({"x": 1.0}, 1, 3.0), ValueError, r"stream item 3: label 1 \(int\) reads as the earlier"),
     ],
 )
 def test_an_item_with_no_label_or_no_place_in_time_is_named(bad, error, message) -> None:
     # a None label would become a class 'None'; a NaN time passes every order check
-    stream = [({"x": float(i)}, "ab"[i % 2], float(i)) for i in range(3)] + [bad]
+    stream = [({"x": float(i)}, "a1"[i % 2], float(i)) for i in range(3)] + [bad]
     with pytest.raises(error, match=message):
         streameval.evaluate(stream, naive_bayes.GaussianNB(), delay="time:2")
 

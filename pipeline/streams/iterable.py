@@ -30,12 +30,29 @@ from typing import Any
 from streameval.pipeline.streams.base import Instance
 
 
-def instances(stream: Iterable[Any], limit: int | None = None) -> Iterator[Instance]:
-    """The items of ``stream`` as :class:`Instance` rows, at most ``limit`` of them."""
+def instances(
+    stream: Iterable[Any], limit: int | None = None, *, classes: bool = False
+) -> Iterator[Instance]:
+    """The items of ``stream`` as :class:`Instance` rows, at most ``limit`` of them;
+    ``classes``: the labels are classes, and two that print alike are refused."""
     items = iter(stream) if limit is None else islice(stream, limit)
+    labels: dict[str, Any] = {}  # each class's text: the results name classes by it
     for i, item in enumerate(items):
         x, y, ts = _unpack(i, item)
+        if classes:
+            _check_label(i, y, labels)
         yield Instance(str(i), float(i) if ts is None else _seconds(i, ts), x, y)
+
+
+def _check_label(i: int, y: Any, labels: dict[str, Any]) -> None:
+    """Refuse a label whose text is an earlier, different label's (``1`` after ``"1"``)."""
+    text = str(y)
+    first = labels.setdefault(text, y)
+    if first is not y and first != y:
+        raise ValueError(
+            f"stream item {i}: label {y!r} ({type(y).__name__}) reads as the earlier "
+            f"label {first!r} ({type(first).__name__}): give the classes one type"
+        )
 
 
 def _unpack(i: int, item: Any) -> tuple[dict[str, Any], Any, Any]:
