@@ -282,7 +282,7 @@ def evaluate(
         rows = dataset.iter_instances(limit)
         total = expected_events(config, dataset)
     else:
-        rows = instances(stream, limit, classes=task == "classification")
+        rows = instances(stream, limit, task=task)
         total = _expected(stream, limit)
     first = labels_first(config.protocol)
     if columnar.supports(config):

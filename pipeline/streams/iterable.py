@@ -23,6 +23,7 @@ ValueError: stream item 0: ts must be a finite number of seconds or a datetime, 
 from __future__ import annotations
 
 import datetime as dt
+import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
@@ -31,16 +32,23 @@ from streameval.pipeline.streams.base import Instance
 
 
 def instances(
-    stream: Iterable[Any], limit: int | None = None, *, classes: bool = False
+    stream: Iterable[Any], limit: int | None = None, *, task: str | None = None
 ) -> Iterator[Instance]:
-    """The items of ``stream`` as :class:`Instance` rows, at most ``limit`` of them;
-    ``classes``: the labels are classes, and two that print alike are refused."""
+    """The items of ``stream`` as :class:`Instance` rows, at most ``limit`` of them.
+    ``task``, when given, checks the labels: two classes that print alike, a regression
+    target that is not a number, are refused."""
+    classes, regression = task == "classification", task == "regression"
     items = iter(stream) if limit is None else islice(stream, limit)
     labels: dict[str, Any] = {}  # each class's text: the results name classes by it
     for i, item in enumerate(items):
         x, y, ts = _unpack(i, item)
         if classes:
             _check_label(i, y, labels)
+        elif regression and not _is_real(y):
+            raise ValueError(
+                f"stream item {i}: y {y!r:.40} is not a number, and the task is "
+                "regression (the models are regressors)"
+            )
         yield Instance(str(i), float(i) if ts is None else _seconds(i, ts), x, y)
 
 
@@ -87,3 +95,8 @@ def _seconds(i: int, ts: Any) -> float:
     if seconds - seconds != 0.0:  # NaN or infinite: no place in time
         raise ValueError(f"stream item {i}: {_TS_KINDS}, got {ts!r:.40}")
     return seconds
+
+
+def _is_real(y: Any) -> bool:
+    """A number a regression metric can read (``bool`` included, as ``float`` reads it)."""
+    return isinstance(y, numbers.Real)
