@@ -326,6 +326,11 @@ def _named(models: Mapping[str, Any] | Any) -> dict[str, Any]:
                 f"model {name!r} is the class {model.__name__}: pass an instance, "
                 f"e.g. {model.__name__}()"
             )
+        if not hasattr(model, "learn_one"):
+            raise TypeError(
+                f"model {name!r} is {model!r:.40}, not a model: a model has learn_one, "
+                "and predict_proba_one (a classifier) or predict_one (a regressor)"
+            )
     return named
 
 

@@ -222,6 +222,8 @@ def test_models_are_named_and_checked() -> None:
     for bad in ({"limit": -1}, {"limit": 2.5}, {"snapshot_every": -1}, {"seed": "x"}):
         with pytest.raises(ValueError, match=f"^{next(iter(bad))} must be an integer"):
             streameval.evaluate(stream, naive_bayes.GaussianNB(), **bad)
+    with pytest.raises(TypeError, match=r"^model 'x' is None, not a model: a model has learn_one"):
+        streameval.evaluate(stream, {"x": None})
     with pytest.raises(ValueError, match=r"item 0: y 'a' is not a number, and the task is regr"):
         streameval.evaluate(stream, linear_model.LinearRegression())
     # one detector named by a string, not the string's letters
