@@ -83,6 +83,8 @@ def parse_component(text: str) -> Component:
             if "=" not in item:
                 raise SpecError(f"parameter {item!r} in {text!r} is not key=value")
             key, value = item.split("=", 1)
+            if key.strip() in params:
+                raise SpecError(f"parameter {key.strip()!r} is given twice in {text!r}")
             params[key.strip()] = parse_value(value.strip())
     return Component(m.group("name"), params)
 

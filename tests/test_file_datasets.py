@@ -258,6 +258,7 @@ def test_arff_declarations_sparse_rows_and_missing_values(tmp_path: Path) -> Non
         ("a,y\n1,p\n", "[time_unit=h]", r"time_unit must be s or ms"),
         ("a,y,l\n1,p,3\n", "[label_time=l]", r"label_time=l needs time=COL"),
         ("a,y\n1,p\n", "[target=y,exclude=y]", r"column 'y' is the target and excluded"),
+        ("a,y\n1,p\n", "[target=y,target=a]", r"csv: option 'target' is given twice"),
         (
             "y,a\n" + "".join(f"p,{i}\n" for i in range(1002)),
             "",

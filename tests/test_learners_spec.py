@@ -113,6 +113,7 @@ def test_lags() -> None:
         ("svm", "allowed: arf, hat, ht, knn, majority, nb, nochange"),
         ("mean", "unknown classification learner 'mean'"),
         ("ht[grace=5]", "unknown parameter 'grace'"),
+        ("ht[grace_period=50,grace_period=10]", "parameter 'grace_period' is given twice"),
         ("ht[grace_period=0]", "must be an integer >= 1"),
         ("ht[delta=-1]", "must be in (0, 1)"),
         ("knn[n_neighbors=0]", "must be an integer >= 1"),

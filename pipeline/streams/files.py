@@ -102,6 +102,8 @@ def split_file_spec(spec: str) -> tuple[str, Path, dict[str, str]]:
                     f"{kind}: bad option {item!r}: expected key=value with key one of "
                     f"{', '.join(allowed)}"
                 )
+            if key.strip() in options:
+                raise SpecError(f"{kind}: option {key.strip()!r} is given twice")
             options[key.strip()] = value.strip()
     if not rest or "[" in rest or "]" in rest:
         raise SpecError(
