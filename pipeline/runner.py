@@ -236,13 +236,15 @@ class StreamRunner:
     ) -> None:
         """Take an event that is not a redelivery: refuse it, or queue it and let through
         what the merge releases; its outputs and rejections go to the lists given."""
-        if self.failed is not None:
-            self.n_after_failure += 1
-            return
         merger = self.merger
-        # a finished runner's topics have both ended: the merger drops (and counts) the event
+        # a finished runner's topics have both ended: the merger drops (and counts) the event;
+        # so it does on a topic that ended before the stream failed (the failure may be
+        # the end's own: a positive class no label was)
         if self.finished or not merger.accepts(topic):
             merger.push(topic, event, source)
+            return
+        if self.failed is not None:
+            self.n_after_failure += 1
             return
         if isinstance(event, LabelEvent) and self.guard.was_refused(event.id):
             self.n_refused += 1  # its features were refused: so is it, at once

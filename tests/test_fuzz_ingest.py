@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streameval.agents.codec import decode, decode_events, encode
 from streameval.agents.config import KafkaSettings
@@ -418,6 +418,19 @@ VICTIMS = {
     messages=st.lists(inputs(), max_size=30),
     idle_release=st.booleans(),
     redeliver=st.lists(st.integers(0, 40), max_size=3),
+)
+# the labels topic ends early; the stream fails at its end (no label was the positive class
+# 'a'); the second end marker of that topic comes after the failure: an event after its
+# topic's end, as for a stream that did not fail
+@example(
+    victim="classification",
+    messages=[
+        ("features", b'{"stream": "victim", "ts": 0.0, "seq": 0, "id": "0", "x": {"a": 0.0}}'),
+        ("labels", b'{"stream": "victim", "ts": 0.0, "seq": 0, "id": "0", "y": "b"}'),
+        ("labels", b'{"stream": "victim", "ts": 0.0, "seq": 0, "end": true, "n_events": 0}'),
+    ],
+    idle_release=False,
+    redeliver=[],
 )
 def test_worker_survives_any_input_and_accounts_for_every_event(
     victim: str, messages: list[tuple[str, bytes]], idle_release: bool, redeliver: list[int]
