@@ -124,8 +124,6 @@ class _Instance:
         if kinds <= {float, int}:
             self.keys: tuple[Hashable, ...] = tuple(x)
             self.values: list[Any] = values
-            if int in kinds:
-                self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in values)
         elif kinds <= {float, int, str}:  # what the general case below gives, told by type
             keys = []
             self.values = []
@@ -136,18 +134,15 @@ class _Instance:
                     keys.append(k)
                     self.values.append(v)
             self.keys = tuple(keys)
-            if int in kinds:
-                self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in self.values)
         else:
             # river's SelectType(numbers.Number), and SelectType(str) | OneHotEncoder
             pairs = [(k, v) for k, v in x.items() if isinstance(v, numbers.Number)]
             self.keys = tuple(k for k, _ in pairs)
             self.values = [v for _, v in pairs]
             self.tokens = {f"{k}_{v}": 1 for k, v in x.items() if isinstance(v, str)}
-            self.scalar_only = any(
-                not isinstance(v, (float, int)) or (type(v) is int and abs(v) > _EXACT_INT)
-                for v in self.values
-            )
+            self.scalar_only = any(not isinstance(v, (float, int)) for v in self.values)
+        if int in kinds and not self.scalar_only:  # an int a float would not hold exactly
+            self.scalar_only = any(type(v) is int and abs(v) > _EXACT_INT for v in self.values)
         self.floats = np.array(self.values, dtype=float) if not self.scalar_only else None
 
 
