@@ -45,17 +45,22 @@ from streameval.pipeline.streams.base import Instance
 
 if TYPE_CHECKING:
     from streameval.pipeline.columnar.experiment import ColumnarExperiment
+    from streameval.pipeline.events import Output
 
 _UNKNOWN = -2  # a label never coded: the block is not scored in bulk
 
 
 def score_in_bulk(
-    exp: ColumnarExperiment, instances: Sequence[Instance], asked: list[list[Any]]
+    exp: ColumnarExperiment,
+    instances: Sequence[Instance],
+    asked: list[list[Any]],
+    out: list[Output] | None = None,
 ) -> bool:
     """Evaluate ``instances`` (each one's features, then its label) from the answers the
     called learners gave for them, ``asked`` (one list per called learner, in learner
-    order). ``False``, with nothing changed, when the block is not one for the bulk pass
-    (see the module docstring)."""
+    order); the periodic snapshots it makes go to ``out`` too, when given. ``False``, with
+    nothing changed, when the block is not one for the bulk pass (see the module
+    docstring)."""
     n = len(instances)
     y = _label_codes(exp, instances)
     if y is None or not n:
@@ -79,8 +84,7 @@ def score_in_bulk(
     ts = list(accumulate((inst.ts for inst in instances), _later, initial=exp.last_ts))
     seg = Segment(y, np.arange(first, first + n, dtype=np.int64), per[:n], maj[:n], pred, score)
     for a, b in _intervals(exp.n_labelled, n, exp._every):
-        exp._flush()  # labels the instance-by-instance pass still holds come first
-        exp.score(seg.cut(a, b))
+        exp.hold(seg.cut(a, b))  # after the labels the one-by-one pass holds
         exp.n_instances, exp.n_labelled = first + b, exp.n_labelled + (b - a)
         exp.last_ts = ts[b]
         exp.max_pending = max(exp.max_pending, 1)
@@ -88,7 +92,10 @@ def score_in_bulk(
         if refs is not None:
             refs.per, refs.maj = float(per_score[b]), float(maj_score[b])  # type: ignore[index]
         if exp._every and exp.n_labelled % exp._every == 0:
-            exp.curves.extend(exp.snapshots("periodic"))
+            snapshots = exp.snapshots("periodic")
+            exp.curves.extend(snapshots)
+            if out is not None:
+                out.extend(snapshots)
     return True
 
 

@@ -164,6 +164,8 @@ class ColumnarExperiment:
         self._refs = ReferenceScores(positive) if positive is not None else None
         # the labels not yet on the board: their rows (arrival, firsts, code), their scores
         self._rows = array("q")
+        self._segments: list[Segment] = []  # scored labels held as segments (before rows)
+        self._n_held = 0
         self._scores = array("d")
         self._plan()
 
@@ -218,30 +220,37 @@ class ColumnarExperiment:
         changes it (see :mod:`~streameval.pipeline.columnar.immediate`)."""
         return not (self._context_read or self._watch or self.config.stop_at_labels is not None)
 
-    def immediate(self, instances: Sequence[Instance]) -> None:
+    def immediate(self, instances: Sequence[Instance], out: list[Output] | None = None) -> None:
         """Each instance's :meth:`features`, then its :meth:`label` (test-then-train, delay
-        0), the same results as calling them in turn; the outputs are left out. In two
-        passes when :attr:`two_pass` allows: the learners' calls for all of ``instances``,
-        then the evaluation of their answers, in bulk where :mod:`.bulk` can. A learner's
-        failure is raised where calling them in turn raises it: once the instances
-        before it are evaluated, and the one it names when it failed to learn it."""
+        0), the same results as calling them in turn; the outputs those calls return go to
+        ``out`` when it is given. In two passes when :attr:`two_pass` allows: the learners'
+        calls for all of ``instances``, then the evaluation of their answers, in bulk where
+        :mod:`.bulk` can. A learner's failure is raised where calling them in turn raises
+        it: once the instances before it are evaluated, and the one it names when it failed
+        to learn it; when it failed to predict, that instance's arrival is counted (its
+        index and event time), as :meth:`features` counts it before it calls a learner."""
         if not self.two_pass:
-            self._each(instances)
+            self._each(instances, out)
             return
         clean = (lambda x: self._clean(x)) if self._cleans else None
         first = self.n_instances
         asked, done, failure = ask_and_learn(self._callers, instances, first, clean)
-        if not score_in_bulk(self, instances[:done], asked):
-            replay_answers(self, instances[:done], asked)
+        if not score_in_bulk(self, instances[:done], asked, out):
+            replay_answers(self, instances[:done], asked, out)
         if self.n_instances != first + done:
             raise RuntimeError("the evaluation did not take every instance the learners saw")
         if failure is not None:
+            if failure.step != "learn":
+                self.n_instances += 1
+                self.last_ts = max(self.last_ts, instances[done].ts)
             raise failure
 
-    def _each(self, instances: Sequence[Instance]) -> None:
+    def _each(self, instances: Sequence[Instance], out: list[Output] | None = None) -> None:
         for inst in instances:
-            self.features(inst.id, inst.ts, inst.x)
-            self.label(inst.id, inst.ts, inst.y)
+            made = self.features(inst.id, inst.ts, inst.x)
+            made += self.label(inst.id, inst.ts, inst.y)
+            if out is not None:
+                out += made
 
     @property
     def stopped(self) -> bool:
@@ -444,14 +453,31 @@ class ColumnarExperiment:
     # -- the scoreboard ---------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Score the labels held as rows on the board."""
+        """Score the labels held on the board, in the order they were scored."""
+        self._hold_rows()
+        held = self._segments
+        if held:
+            self._segments, self._n_held = [], 0
+            self.score(held[0] if len(held) == 1 else Segment.join(held))
+
+    def hold(self, seg: Segment) -> None:
+        """Scored labels for the board, after those held: the board takes what is held
+        in one segment every :data:`FLUSH_EVERY` labels, its cost per segment paid rarely."""
+        self._hold_rows()
+        self._segments.append(seg)
+        self._n_held += len(seg)
+        if self._n_held >= FLUSH_EVERY:
+            self._flush()
+
+    def _hold_rows(self) -> None:
+        """The labels held as rows, held as one segment."""
         if not self._rows:
             return
         width = len(self.slots) + LEARNERS + 1
         rows = np.array(self._rows, dtype=np.int64).reshape(-1, width)
         scores = np.array(self._scores, dtype=np.float64).reshape(len(rows), -1)
         del self._rows[:], self._scores[:]
-        self.score(
+        self._segments.append(
             Segment(
                 rows[:, -1].astype(np.int32),
                 rows[:, 0],
@@ -461,6 +487,7 @@ class ColumnarExperiment:
                 scores if self._auc else None,
             )
         )
+        self._n_held += len(rows)
 
     def score(self, seg: Segment) -> None:
         """Put scored labels on the board (a driver that computes the rows itself, as the
@@ -490,6 +517,8 @@ class ColumnarExperiment:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_segments", [])  # a checkpoint of a core that held none
+        state.setdefault("_n_held", 0)
         self.__dict__.update(state)
         self._plan()
 

@@ -41,6 +41,7 @@ from streameval.pipeline.streams.base import Instance
 
 if TYPE_CHECKING:
     from streameval.pipeline.columnar.experiment import ColumnarExperiment
+    from streameval.pipeline.events import Output
 
 #: Instances whose learners' calls are made before their evaluation.
 BLOCK = 512
@@ -109,16 +110,20 @@ def _one_by_one(
 
 
 def replay_answers(
-    exp: ColumnarExperiment, instances: Sequence[Instance], asked: list[list[Any]]
+    exp: ColumnarExperiment,
+    instances: Sequence[Instance],
+    asked: list[list[Any]],
+    out: list[Output] | None = None,
 ) -> None:
     """The second pass instance by instance: ``exp``'s ``features`` then ``label`` of each
     instance, every called learner's ``predict`` handing back its answers of ``asked``
-    and nothing learned (the learners have learned in the first pass)."""
+    and nothing learned (the learners have learned in the first pass); their outputs go
+    to ``out`` when it is given."""
     replay = Replay(exp._callers, asked)
     saved = exp._predict, exp._learners, exp._cleans
     exp._predict, exp._learners, exp._cleans = replay.predict, [], False
     try:
-        exp._each(instances)
+        exp._each(instances, out)
     finally:
         exp._predict, exp._learners, exp._cleans = saved
     replay.check_used()

@@ -67,6 +67,20 @@ class Segment:
             None if score is None else np.asarray(score, dtype=np.float64).reshape(m, width),
         )
 
+    @classmethod
+    def join(cls, segments: Sequence[Segment]) -> Segment:
+        """The labels of ``segments``, one after the other (the scores ``None`` when one
+        segment has none)."""
+        scores = [s.score for s in segments]
+        return cls(
+            np.concatenate([s.y for s in segments]),
+            np.concatenate([s.at for s in segments]),
+            np.concatenate([s.per for s in segments]),
+            np.concatenate([s.maj for s in segments]),
+            np.concatenate([s.pred for s in segments]),
+            None if any(x is None for x in scores) else np.concatenate(scores),  # type: ignore[arg-type]
+        )
+
     def __len__(self) -> int:
         return len(self.y)
 
@@ -85,12 +99,6 @@ class Segment:
             self.pred[part],
             None if self.score is None else self.score[part],
         )
-
-
-def _join(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
-    if a is None or b is None:
-        return None
-    return np.concatenate((a, b))
 
 
 class Tape:
@@ -112,17 +120,7 @@ class Tape:
         if self.keep == 0:
             return
         held = self._held
-        if held is None:
-            joined = seg
-        else:
-            joined = Segment(
-                np.concatenate((held.y, seg.y)),
-                np.concatenate((held.at, seg.at)),
-                np.concatenate((held.per, seg.per)),
-                np.concatenate((held.maj, seg.maj)),
-                np.concatenate((held.pred, seg.pred)),
-                _join(held.score, seg.score),
-            )
+        joined = seg if held is None else Segment.join((held, seg))
         if len(joined) > self.keep:
             joined = joined.cut(len(joined) - self.keep)
         self._held = joined
