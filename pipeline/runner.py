@@ -69,6 +69,7 @@ from streameval.pipeline.failure import describe
 from streameval.pipeline.ingest import IngestGuard, Rejection
 from streameval.pipeline.memory import BytePool, budget_refusal, footprint
 from streameval.pipeline.merge import FEATURES, EventMerger, Queued, Source
+from streameval.pipeline.paired import PairedAdmission
 
 # The layout of a pickled StreamRunner and what it holds; a checkpoint of another layout is
 # refused at restore (its stream restarts), never restored into objects that fail later.
@@ -78,6 +79,9 @@ CHECKPOINT_FORMAT = 3
 
 class StreamRunner:
     """Merge, check and evaluate the events of one stream.
+
+    ``pairs`` (a class attribute): evaluate runs of immediate pairs in bulk
+    (:mod:`~streameval.pipeline.paired`) where they apply; the tests compare both ways.
 
     >>> from streameval.pipeline.events import FeatureEvent, LabelEvent, EndOfStream
     >>> r = StreamRunner(ExperimentConfig("s", ["nochange"]))
@@ -92,6 +96,8 @@ class StreamRunner:
     >>> r.n_outputs  # outputs numbered 0 ('first') and 1 ('final')
     2
     """
+
+    pairs = True
 
     def __init__(
         self,
@@ -333,6 +339,11 @@ class StreamRunner:
     ) -> None:
         """Pass the released ``events`` through the guard to the experiment."""
         experiment = self.experiment
+        if self.pairs and self._pairs_apply():
+            n_before = len(outputs)
+            PairedAdmission(self, events, outputs, rejections).admit_all()
+            self.n_outputs += len(outputs) - n_before
+            return
         process, admit = experiment.process, self.guard.admit
         pending = experiment.buffer.__contains__
         stops = self.config.stop_at_labels is not None
@@ -383,6 +394,16 @@ class StreamRunner:
                 if ok.__class__ is EndOfStream:
                     self.finished = True
         self.n_outputs += len(outputs) - n_before
+
+    def _pairs_apply(self) -> bool:
+        """Whether immediate pairs may be evaluated in bulk (:mod:`~streameval.pipeline.paired`):
+        the columnar core in two passes, no prediction made per event."""
+        experiment = self.experiment
+        return (
+            isinstance(experiment, ColumnarExperiment)
+            and experiment.two_pass
+            and not experiment.emit_predictions
+        )
 
     def fail(self, reason: str) -> None:
         """Stop the stream: it takes no further event. The events it holds for the

@@ -34,15 +34,17 @@ from test_fuzz_ingest import Exploding, Harness
 KEY = b"columnar-worker-checkpoint-key-0123456789"
 
 
-def messy_messages(seed: int) -> tuple[ExperimentConfig, list[tuple[str, bytes]]]:
-    """An Electricity prefix with a delay, packed 7 events a message, with bad input of
-    every kind mixed in: out-of-order and duplicate labels, orphans, unknown ids, wrong
+def messy_messages(
+    seed: int, delay: str = "30", pack: int = 7
+) -> tuple[ExperimentConfig, list[tuple[str, bytes]]]:
+    """An Electricity prefix with a delay, packed ``pack`` events a message, with bad input
+    of every kind mixed in: out-of-order and duplicate labels, orphans, unknown ids, wrong
     widths, magnitudes out of range, strings too long, redelivered messages."""
     rng = random.Random(seed)
     dataset, config = prepare(
         ExperimentConfig(
             "messy", ["nochange", "majority", "nb"], dataset="electricity", limit=400,
-            delay="30", window=50, snapshot_every=60,
+            delay=delay, window=50, snapshot_every=60,
         )
     )  # fmt: skip
     sides: dict[str, list[dict[str, Any]]] = {"features": [], "labels": []}
@@ -71,7 +73,7 @@ def messy_messages(seed: int) -> tuple[ExperimentConfig, list[tuple[str, bytes]]
         labels = sides["labels"]
         labels[i], labels[i + 2] = labels[i + 2], labels[i]
     f, lab = (
-        [(kind, encode(items[i : i + 7])) for i in range(0, len(items), 7)]
+        [(kind, encode(items[i : i + pack])) for i in range(0, len(items), pack)]
         for kind, items in sides.items()
     )
     interleaved: list[tuple[str, bytes]] = []

@@ -1,0 +1,203 @@
+"""A runner's admission of immediate pairs: an instance's features, then at once its label.
+
+With immediate labels (delay 0) the merge releases each instance's features followed by
+its label at the same event time. :class:`PairedAdmission` passes the events a
+:class:`~streameval.pipeline.runner.StreamRunner` releases through its guard one by one,
+as the runner does, and hands each run of such pairs to
+:meth:`ColumnarExperiment.immediate
+<streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate>` -- the learners'
+calls in a loop of their own, the evaluation in bulk -- instead of ``features`` then
+``label`` event by event. Any other admitted event (a label that is not the next one, a
+class not seen yet, the end of the stream, newer features of a pending instance) ends the
+run: the run is evaluated, then that event by itself, so every event is evaluated in the
+order the guard admitted it.
+
+The outputs, rejections, counts and results are those of the events evaluated one by
+one (``tests/test_paired_admission.py``). When the experiment fails, the event it failed
+on is rejected (``experiment_error``), and what the guard took after that event is
+counted as the one-by-one admission counts what it never took: the rejections the guard
+made for the later events are withdrawn (and its counts of them, and of events it
+retimed, set back), and the later events and the orphan labels they released are counted
+after the failure. The guard's memory of ids and its clock are not set back: a failed
+stream takes no further event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, Output
+from streameval.pipeline.failure import LearnerFailed, describe
+from streameval.pipeline.ingest import Rejection
+from streameval.pipeline.merge import Queued, Source
+from streameval.pipeline.streams.base import Instance
+
+if TYPE_CHECKING:
+    from streameval.pipeline.runner import StreamRunner
+
+# an admitted event and where it came from: the event, the index of the released event
+# whose admission gave it, its position in what that admission gave, its source, its bytes
+Taken = tuple[Any, int, int, Source | None, int]
+
+
+class PairedAdmission:
+    """One admission pass of ``runner`` over ``events`` (see the module docstring).
+
+    >>> from streameval.pipeline.config import ExperimentConfig
+    >>> from streameval.pipeline.runner import StreamRunner
+    >>> runner = StreamRunner(ExperimentConfig("s", ["majority"]), emit_predictions=False)
+    >>> events, x = [], {"v": 1.0}
+    >>> for i, y in enumerate("aaab"):
+    ...     f = FeatureEvent("s", str(i), float(i), x, 2 * i)
+    ...     events += [f, LabelEvent("s", f.id, f.ts, y, 2 * i + 1)]
+    >>> admission = PairedAdmission(runner, [(e, None, 0) for e in events], [], [])
+    >>> admission.admit_all(), admission.n_paired  # 'a' and 'b' are new by themselves
+    (True, 2)
+    >>> runner.experiment.results()["learners"]["majority"]["accuracy"]  # None, a, a, a
+    0.5
+    """
+
+    def __init__(
+        self,
+        runner: StreamRunner,
+        events: list[Queued],
+        outputs: list[Output],
+        rejections: list[Rejection],
+    ) -> None:
+        self.runner = runner
+        self.exp: Any = runner.experiment
+        self.events = events
+        self.outputs = outputs
+        self.rejections = rejections
+        # per released event: events admitted, rejections before its admission, and the
+        # guard's count of retimed events after it
+        self.marks: list[tuple[int, int, int]] = []
+        self.opened: Taken | None = None  # features waiting for their label
+        self.run: list[Instance] = []
+        self.where: list[tuple[Taken, Taken]] = []  # each pair's features and label
+        self.n_paired = 0
+
+    def admit_all(self) -> bool:
+        """Admit and evaluate every event; False when the experiment failed on one."""
+        guard, buffer = self.runner.guard, self.exp.buffer
+
+        def is_pending(uid: str) -> bool:
+            opened = self.opened
+            return (opened is not None and opened[0].id == uid) or uid in buffer.pending
+
+        for index, (event, source, nbytes) in enumerate(self.events):
+            before = len(self.rejections)
+            admitted, rejected = guard.admit(event, is_pending, source, nbytes)
+            if rejected:
+                self.rejections.extend(rejected)
+            self.marks.append((len(admitted), before, guard.n_retimed))
+            for pos, ok in enumerate(admitted):
+                taken = (ok, index, pos, source, nbytes)
+                if self._pair(taken):
+                    continue
+                if not (self._flush(index) and (self._pair(taken) or self._one(taken, index))):
+                    return False
+        return self._flush(len(self.events) - 1)
+
+    def _pair(self, taken: Taken) -> bool:
+        """Open a pair with new features, or close the open one with their label."""
+        ok = taken[0]
+        opened = self.opened
+        if opened is None:
+            buffer = self.exp.buffer
+            if ok.__class__ is not FeatureEvent or ok.id in buffer.pending:
+                return False
+            if buffer.evicted and ok.id in buffer.evicted:
+                return False
+            self.opened = taken
+            return True
+        features = opened[0]
+        if ok.__class__ is not LabelEvent or ok.id != features.id or ok.ts != features.ts:
+            return False
+        if not self._known(ok.y):
+            return False
+        self.run.append(Instance(features.id, features.ts, features.x, ok.y))
+        self.where.append((opened, taken))
+        self.opened = None
+        return True
+
+    def _known(self, y: Hashable) -> bool:
+        """Whether ``y`` is a label the experiment has learned (a new one is coded by
+        itself: its code and the classes' order come from the one-by-one pass)."""
+        code = self.exp.codes.index.get(y)
+        return code is not None and code in self.exp._is_label
+
+    def _flush(self, index: int) -> bool:
+        """Evaluate the run of pairs, then the open features by themselves; False when the
+        experiment failed. ``index``: the released event being admitted."""
+        if self.run:
+            first = self.exp.n_instances
+            try:
+                self.exp.immediate(self.run, self.outputs)
+            except Exception as exc:
+                self._failed(exc, self._culprit(exc, first), index)
+                return False
+            self.n_paired += len(self.run)
+            self.run.clear()
+            self.where.clear()
+        opened, self.opened = self.opened, None
+        return opened is None or self._one(opened, index)
+
+    def _culprit(self, exc: Exception, first: int) -> Taken:
+        """The event of the run the experiment failed on: the features of the instance a
+        learner failed to predict, the label of the one it failed to learn (another
+        exception: the features of the last instance begun)."""
+        j = min(max(self.exp.n_instances - first - 1, 0), len(self.where) - 1)
+        features, label = self.where[j]
+        return label if isinstance(exc, LearnerFailed) and exc.step == "learn" else features
+
+    def _one(self, taken: Taken, index: int) -> bool:
+        """Evaluate one admitted event by itself; False when the experiment failed on it."""
+        ok, _, _, _, nbytes = taken
+        exp = self.exp
+        try:
+            if ok.__class__ is FeatureEvent:
+                out = exp.features(ok.id, ok.ts, ok.x, nbytes)
+            elif ok.__class__ is LabelEvent:
+                out = exp.label(ok.id, ok.ts, ok.y)
+            else:
+                out = exp.process(ok, nbytes)
+        except Exception as exc:  # isolate the stream: see the runner's docstring
+            self._failed(exc, taken, index)
+            return False
+        if out:
+            self.outputs.extend(out)
+        if ok.__class__ is EndOfStream:
+            self.runner.finished = True
+        return True
+
+    def _failed(self, exc: Exception, taken: Taken, index: int) -> None:
+        """Reject the event the experiment failed on, count what comes after it as the
+        one-by-one admission would, and stop the stream."""
+        ok, at, pos, source, _ = taken
+        runner, guard = self.runner, self.runner.guard
+        n_admitted, _, retimed = self.marks[at]
+        later = self.marks[at + 1 : index + 1]  # released events the guard took after it
+        n_after = n_admitted - 1 - pos + (len(self.events) - 1 - index)
+        if later:
+            withdrawn = self.rejections[later[0][1] :]
+            del self.rejections[later[0][1] :]
+            for r in withdrawn:
+                guard.counts[r.kind] -= 1
+                if not guard.counts[r.kind]:
+                    del guard.counts[r.kind]
+            guard.n_retimed = retimed
+            n_after += sum(m[0] for m in later) + len(withdrawn)
+        reason = describe(exc)
+        self.rejections.append(
+            Rejection(
+                "experiment_error",
+                f"the experiment failed on this event and stream {ok.stream!r} "
+                f"was stopped: {reason}",
+                ok,
+                source,
+            )
+        )
+        runner.n_after_failure += n_after
+        runner.fail(reason)
