@@ -229,6 +229,7 @@ class LostBrokerRun:
         data_dir: Path,
         tmp_path: Path,
         learners: tuple[str, ...] = ("nochange", "nb"),
+        limit: int | None = 20_000,
     ) -> None:
         self.broker = broker
         self.settings = replace(
@@ -244,7 +245,7 @@ class LostBrokerRun:
             f"lost-{uuid.uuid4().hex[:6]}",
             list(learners),
             dataset="electricity",
-            limit=20_000,
+            limit=limit,
             delay="48",
             reeval_k=10,
             bins=5,
@@ -308,6 +309,19 @@ class LostBrokerRun:
 def lost(data_dir: Path, tmp_path: Path) -> Iterator[LostBrokerRun]:
     with EmbeddedBroker() as broker:
         run = LostBrokerRun(broker, data_dir, tmp_path)
+        try:
+            yield run
+        finally:
+            run.close()
+
+
+@pytest.fixture
+def lost_whole(data_dir: Path, tmp_path: Path) -> Iterator[LostBrokerRun]:
+    """:func:`lost` on the whole of Electricity: 40,000 labels after the first checkpoint,
+    so that the first worker is still at work when the checkpoint is seen on its topic
+    (on 20,000, it had once finished before, and the restart had nothing to resume)."""
+    with EmbeddedBroker() as broker:
+        run = LostBrokerRun(broker, data_dir, tmp_path, limit=None)
         try:
             yield run
         finally:
@@ -392,7 +406,8 @@ def test_broker_killed_mid_run_worker_exits_after_the_timeout(lost) -> None:
     assert "Traceback" not in text, text[-3000:]
 
 
-def test_broker_lost_past_the_timeout_a_restart_resumes_identically(lost) -> None:
+def test_broker_lost_past_the_timeout_a_restart_resumes_identically(lost_whole) -> None:
+    lost = lost_whole
     worker, _, log_path = lost.start_worker("--broker-timeout", "6")
     lost.wait_checkpointed(worker)  # the restart below must resume from one
     os.kill(lost.broker.pid, signal.SIGSTOP)
