@@ -42,10 +42,10 @@ from streameval.agents.worker import StreamWorker
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
-#: Seconds between two housekeeping ticks of the worker (idle release, producer callbacks).
 #: The inline consumer's fetch settings: an empty partition answers within 50 ms, not
 #: librdkafka's default 500 (the bench's raw reference reads with the same ones).
 FETCH_SETTINGS = {"fetch.wait.max.ms": 50, "fetch.error.backoff.ms": 50}
+#: Seconds between two housekeeping ticks of the worker (idle release, producer callbacks).
 TICK = 1.0
 
 

@@ -72,6 +72,12 @@ class Rejection:
     event: InputEvent
     source: Source | None = None
 
+    @classmethod
+    def experiment_error(cls, event: InputEvent, source: Source | None, reason: str) -> Rejection:
+        """The rejection of the event the experiment failed on (its stream stops)."""
+        text = f"the experiment failed on this event and stream {event.stream!r} was stopped"
+        return cls("experiment_error", f"{text}: {reason}", event, source)
+
 
 class IngestGuard:
     """Admit or reject the merged input events of one stream.

@@ -190,14 +190,6 @@ class PairedAdmission:
             guard.n_retimed = retimed
             n_after += sum(m[0] for m in later) + len(withdrawn)
         reason = describe(exc)
-        self.rejections.append(
-            Rejection(
-                "experiment_error",
-                f"the experiment failed on this event and stream {ok.stream!r} "
-                f"was stopped: {reason}",
-                ok,
-                source,
-            )
-        )
+        self.rejections.append(Rejection.experiment_error(ok, source, reason))
         runner.n_after_failure += n_after
         runner.fail(reason)

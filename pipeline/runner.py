@@ -373,15 +373,7 @@ class StreamRunner:
                         out = process(ok, nbytes)
                 except Exception as exc:  # isolate the stream: see the module docstring
                     reason = describe(exc)
-                    rejections.append(
-                        Rejection(
-                            "experiment_error",
-                            f"the experiment failed on this event and stream {event.stream!r} "
-                            f"was stopped: {reason}",
-                            ok,
-                            source,
-                        )
-                    )
+                    rejections.append(Rejection.experiment_error(ok, source, reason))
                     self.n_outputs += len(outputs) - n_before
                     # what this call took and will never evaluate: the rest of the
                     # admitted events, and of those the merge released
