@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from streameval.pipeline.columnar import ColumnarExperiment, drive_columnar, supports
-from streameval.pipeline.columnar import experiment as columnar_experiment
+from streameval.pipeline.columnar import held as columnar_held
 from streameval.pipeline.columnar.diagnostics import Ordered
 from streameval.pipeline.columnar.driver import drive_labels, evaluate_columnar
 from streameval.pipeline.columnar.schedule import LabelSchedule
@@ -109,7 +109,7 @@ def test_synthetic_streams_same_outputs_and_json(
 ) -> None:
     # fading 0.9 and 0.5 rescale the lazily faded counts many times in 1,500 labels;
     # snapshots every 97 labels cut the stream where no flush does
-    monkeypatch.setattr(columnar_experiment, "FLUSH_EVERY", flush_every)
+    monkeypatch.setattr(columnar_held, "FLUSH_EVERY", flush_every)
     config = ExperimentConfig("s", learners, snapshot_every=97, **settings)
     events = list(replay_schedule("s", synthetic(1500), delay))
     same_as_reference(config, events, emit=True)
@@ -197,6 +197,24 @@ def test_a_checkpoint_in_the_middle_resumes_with_the_same_results() -> None:
     assert document(resumed.results()) == document(whole.results())
     _, ref = reference_of(config, events)
     assert document(whole.results()) == document(ref)
+
+
+def test_a_checkpoint_that_held_rows_in_the_core_itself_resumes_with_the_same_results() -> None:
+    # checkpoints written before HeldLabels kept the held rows as the core's attributes
+    config = ExperimentConfig("s", ["nb", *BOTH], window=40, positive="up")
+    events = list(replay_schedule("s", synthetic(900, seed=7), InstanceDelay(20)))
+    whole = ColumnarExperiment(config)
+    whole.run(events)
+    first = ColumnarExperiment(config)
+    first.run(events[:1111])
+    state = pickle.loads(pickle.dumps(first)).__dict__
+    held = state.pop("held")
+    assert len(held.rows) > 0 and len(held.scores) > 0
+    state.update(_rows=held.rows, _scores=held.scores, _segments=held.segments, _n_held=0)
+    old = ColumnarExperiment.__new__(ColumnarExperiment)
+    old.__setstate__(state)
+    old.run(events[1111:])
+    assert document(old.results()) == document(whole.results())
 
 
 def test_results_in_the_middle_of_the_stream() -> None:

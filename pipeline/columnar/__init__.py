@@ -15,6 +15,8 @@ cost per instance close to the learners' own calls:
 * :mod:`~streameval.pipeline.columnar.waiting` -- the instances waiting for a label;
 * :mod:`~streameval.pipeline.columnar.segment` -- scored labels as arrays, and the tape
   of the most recent ones that windowed estimates read;
+* :mod:`~streameval.pipeline.columnar.held` -- scored labels waiting for the scoreboard,
+  handed to it many at a time;
 * :mod:`~streameval.pipeline.columnar.scoreboard` -- every metric in bulk, written into
   the per-event report objects when a snapshot or the results are read:
   :mod:`~streameval.pipeline.columnar.confusion` (the kappa family under every

@@ -36,7 +36,6 @@ reference baselines'.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -45,6 +44,7 @@ from streameval.pipeline import reporting
 from streameval.pipeline.calls import LearnerCalls
 from streameval.pipeline.columnar.bulk import score_in_bulk
 from streameval.pipeline.columnar.callers import Caller, callers_for
+from streameval.pipeline.columnar.held import FIRSTS, LEARNERS, HeldLabels
 from streameval.pipeline.columnar.immediate import ask_and_learn, replay_answers
 from streameval.pipeline.columnar.labels import ClassCodes
 from streameval.pipeline.columnar.references import ReferenceScores
@@ -73,16 +73,11 @@ from streameval.pipeline.protocol import protocol_of
 from streameval.pipeline.report.curves import CurveRecorder
 from streameval.pipeline.streams.base import Instance
 
-#: Labels scored between two updates of the scoreboard when no snapshot asks sooner:
-#: bounds the rows held as Python lists.
-FLUSH_EVERY = 8192
 # a pending instance's record: arrival index, features, cleaned features, labels seen
 # at arrival, its row, scores, whether newer features replaced the first ones
 AT, X, XC, SEEN, ROW, SCORES, UPDATED = range(7)
-# a row: the arrival index, the first predictions (codes: No-Change, Majority, the
-# learners), and once labelled the label's code
-FIRSTS = 1  # where the predictions start in a row
-LEARNERS = 3  # where the learners' predictions start
+# a row (FIRSTS, LEARNERS: see .held): the arrival index, the first predictions (codes:
+# No-Change, Majority, the learners), and once labelled the label's code
 
 
 def unsupported(config: ExperimentConfig) -> str | None:
@@ -162,11 +157,7 @@ class ColumnarExperiment:
         self._counts: list[int] = []
         positive = config.positive
         self._refs = ReferenceScores(positive) if positive is not None else None
-        # the labels not yet on the board: their rows (arrival, firsts, code), their scores
-        self._rows = array("q")
-        self._segments: list[Segment] = []  # scored labels held as segments (before rows)
-        self._n_held = 0
-        self._scores = array("d")
+        self.held = HeldLabels(len(self.slots), positive is not None)  # not yet on the board
         self._plan()
 
     # -- the protocol -----------------------------------------------------------------------
@@ -186,7 +177,6 @@ class ColumnarExperiment:
         self._watch = bool(self.config.detectors) or self.emit_predictions
         self._every = self.config.snapshot_every
         self._context_read = self.context.read  # a wrapper reads the released labels
-        self._flush_at = FLUSH_EVERY * (len(self.slots) + LEARNERS + 1)  # row values held
 
     def process(self, event: InputEvent, nbytes: int = 0) -> list[Output]:
         """Handle one input event; return what it produced (as ``Experiment.process``)."""
@@ -333,9 +323,7 @@ class ColumnarExperiment:
                 self._refs.learned(code, self.codes.labels)
         row = record[ROW]
         row.append(code)
-        self._rows.extend(row)
-        if self._auc:
-            self._scores.extend(record[SCORES])
+        full = self.held.add_row(row, record[SCORES])
         out = self._watched(uid, ts, record, code) if self._watch else []
         self._learn(record, y, code)
         if self._watch and self.config.drift_reset:
@@ -345,7 +333,7 @@ class ColumnarExperiment:
             snapshots = self.snapshots("periodic")
             self.curves.extend(snapshots)
             out.extend(snapshots)
-        elif len(self._rows) >= self._flush_at:
+        elif full:
             self._flush()
         return out
 
@@ -453,41 +441,16 @@ class ColumnarExperiment:
     # -- the scoreboard ---------------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Score the labels held on the board, in the order they were scored."""
-        self._hold_rows()
-        held = self._segments
-        if held:
-            self._segments, self._n_held = [], 0
-            self.score(held[0] if len(held) == 1 else Segment.join(held))
+        """Put the labels held on the board, in the order they were scored."""
+        seg = self.held.take()
+        if seg is not None:
+            self.score(seg)
 
     def hold(self, seg: Segment) -> None:
-        """Scored labels for the board, after those held: the board takes what is held
-        in one segment every :data:`FLUSH_EVERY` labels, its cost per segment paid rarely."""
-        self._hold_rows()
-        self._segments.append(seg)
-        self._n_held += len(seg)
-        if self._n_held >= FLUSH_EVERY:
+        """Scored labels for the board, after those held (:class:`~.held.HeldLabels`:
+        the board takes them every :data:`~.held.FLUSH_EVERY` labels or at a snapshot)."""
+        if self.held.add(seg):
             self._flush()
-
-    def _hold_rows(self) -> None:
-        """The labels held as rows, held as one segment."""
-        if not self._rows:
-            return
-        width = len(self.slots) + LEARNERS + 1
-        rows = np.array(self._rows, dtype=np.int64).reshape(-1, width)
-        scores = np.array(self._scores, dtype=np.float64).reshape(len(rows), -1)
-        del self._rows[:], self._scores[:]
-        self._segments.append(
-            Segment(
-                rows[:, -1].astype(np.int32),
-                rows[:, 0],
-                rows[:, FIRSTS].astype(np.int32),
-                rows[:, FIRSTS + 1].astype(np.int32),
-                rows[:, LEARNERS:-1].astype(np.int32),
-                scores if self._auc else None,
-            )
-        )
-        self._n_held += len(rows)
 
     def score(self, seg: Segment) -> None:
         """Put scored labels on the board (a driver that computes the rows itself, as the
@@ -517,11 +480,22 @@ class ColumnarExperiment:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("_segments", [])  # a checkpoint of a core that held none
-        state.setdefault("_n_held", 0)
+        if "held" not in state:  # a checkpoint written when the core held rows itself
+            state["held"] = _held_of(state)
         self.__dict__.update(state)
         self._plan()
 
 
 def _label(labels: list[Hashable], code: int) -> Hashable | None:
     return None if code == NONE else labels[code]
+
+
+def _held_of(state: dict[str, Any]) -> HeldLabels:
+    """The held labels of a checkpoint whose core kept them in its own attributes."""
+    held = HeldLabels(len(state["slots"]), state["config"].positive is not None)
+    for seg in state.pop("_segments", []):
+        held.add(seg)
+    held.rows, held.scores = state.pop("_rows"), state.pop("_scores")
+    state.pop("_n_held", None)
+    state.pop("_flush_at", None)
+    return held
