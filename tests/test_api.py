@@ -84,6 +84,27 @@ def test_a_list_of_pairs_and_a_river_tree_equal_the_command_line(
     assert api.to_dict()["config"]["learners"] == ["ht"]
 
 
+def test_zero_bins_equal_the_command_line(tmp_path: Path, data_dir: Path) -> None:
+    """``bins=0`` (only the first prediction's and test-then-train's bins) is taken by
+    both, with the same numbers."""
+    cli = cli_results(
+        tmp_path, data_dir, "--dataset", "electricity", "--limit", "400", "--learner",
+        "nochange", "--delay", "30", "--reeval-k", "10", "--bins", "0",
+    )  # fmt: skip
+    api = streameval.evaluate(
+        rows(data_dir, 400, with_ts=True),
+        {"nochange": dummy.NoChangeClassifier()},
+        delay=30,
+        reeval_k=10,
+        bins=0,
+        positive="UP",
+    ).to_dict()
+    same(api, cli)
+    binned = api["learners"]["nochange"]["binned"]["accuracy"]
+    assert len(binned) == 2 and binned[0] == api["learners"]["nochange"]["accuracy"]
+    assert binned[1] != binned[0]  # test-then-train: the label before, not 30 before
+
+
 @pytest.mark.slow
 def test_delays_bins_estimators_and_drift_resets_equal_the_command_line(
     tmp_path: Path, data_dir: Path

@@ -108,7 +108,7 @@ def test_help_runs_for_every_command() -> None:
         env={"PATH": "/usr/bin:/bin", "COLUMNS": "100"},
     ).stdout
     flat = " ".join(evaluate.split())
-    assert "--bins B number of bins between first prediction and label (default 50)" in flat
+    assert "--bins B number of bins between first prediction and label (default 50; 0:" in flat
     assert "--auc-window AUC_WINDOW sliding window of the prequential AUC" in flat
     assert "(default: 1000)" in flat and "$STREAMEVAL_CONFIG" in flat
 

@@ -21,7 +21,7 @@ MINIMUM: dict[str, int] = {
     "window": 1,
     "auc_window": 1,
     "reeval_k": 1,
-    "bins": 1,
+    "bins": 0,  # 0: only the first prediction's and test-then-train's bins
     "pending_cap": 1,
     "snapshot_every": 0,
     "pack": 1,

@@ -99,7 +99,8 @@ def add_experiment_options(p: argparse.ArgumentParser, outputs: bool = True) -> 
         type=int,
         default=50,
         metavar="B",
-        help="number of bins between first prediction and label (default 50)",
+        help="number of bins between first prediction and label (default 50; 0: only "
+        "the first prediction and test-then-train)",
     )
     g.add_argument(
         "--weights",
