@@ -106,11 +106,17 @@ class ExperimentConfig:
     protocol, classes
         ``papers`` (default) or ``moa``: the details the papers leave open, decided
         as documented or as the authors' MOA code does (:mod:`streameval.pipeline.protocol`);
-        ``moa`` needs the class order ``classes`` (class index 0 first; a built-in
-        dataset gives its own).
+        ``moa`` needs the class order ``classes`` (class index 0 first; a dataset gives
+        its own). ``classes`` known, the positive class is one of them, and a stream
+        whose labels never bring it (a short prefix) is not refused for that.
     stop_at_labels
         End the experiment once this many labels are scored; the stream runs on until
         then, so the instances scored keep their full waits.
+
+    >>> ExperimentConfig("s", ["nb"], positive="c", classes=["a", "b"])
+    Traceback (most recent call last):
+    ...
+    ValueError: positive class 'c' is not one of the classes: a, b
     """
 
     stream: str
@@ -161,6 +167,11 @@ class ExperimentConfig:
             raise ValueError(f"protocol must be papers or moa, got {self.protocol!r}")
         if self.stop_at_labels is not None and self.stop_at_labels < 1:
             raise ValueError(f"--stop-at-labels must be >= 1, got {self.stop_at_labels}")
+        if self.positive is not None and self.classes and str(self.positive) not in self.classes:
+            raise ValueError(
+                f"positive class {self.positive!r} is not one of the classes: "
+                f"{', '.join(self.classes)}"
+            )
         if self.max_lag < 0:
             raise ValueError(f"max_lag must be >= 0, got {self.max_lag}")
         for name in ("limit", "snapshot_every", "seed"):

@@ -49,16 +49,18 @@ def prepare(
         changes["positive"] = dataset.positive
     if config.features is None and getattr(dataset, "features", None):
         changes["features"] = list(dataset.features)
-    if config.protocol == "moa" and config.classes is None and getattr(dataset, "classes", None):
-        changes["classes"] = [str(c) for c in dataset.classes]  # MOA's class indices
+    if config.task == "classification" and config.classes is None and dataset.classes:
+        # known ahead: MOA's class indices, and what a positive class is checked against
+        # by a worker that sees only the labels of a prefix
+        changes["classes"] = [str(c) for c in dataset.classes]
     drift_points = list(getattr(dataset, "drift_points", None) or [])
     if not config.drift_points and drift_points:
         changes["drift_points"] = drift_points
     if config.snapshot_every is None:
         changes["snapshot_every"] = auto_snapshot_every(_known_length(config, dataset))
+    _check_positive(config, dataset)  # named by the dataset, before the config says it
     if changes:
         config = ExperimentConfig.from_dict({**config.to_dict(), **changes})
-    _check_positive(config, dataset)
     return dataset, config
 
 

@@ -422,7 +422,9 @@ class Experiment:
             self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
         if self.classification and not self.classes_known:
-            check_positive(self.config.positive, self.classes, self.n_labelled)
+            check_positive(
+                self.config.positive, self.config.classes or self.classes, self.n_labelled
+            )
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:

@@ -323,3 +323,32 @@ def test_run_through_kafka_gives_evaluate_on_a_file(kafka_settings, tmp_path: Pa
             doc.pop(key, None)
     assert ran == reference
     assert reference["n_instances"] == 1500 and reference["config"]["delay"] == "natural"
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("reeval", [False, True])
+def test_run_through_kafka_takes_a_prefix_without_the_positive_class(
+    kafka_settings, tmp_path: Path, reeval: bool
+) -> None:
+    """The worker sees only the prefix's labels; the file's classes travel in the config,
+    so it ends the stream as `evaluate` does (the columnar and the per-event core)."""
+    from dataclasses import replace
+
+    from streameval.agents.run import run_through_kafka
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.pipeline.evaluate import evaluate_config, prepare
+
+    path = _csv(tmp_path, "a,y\n1,p\n2,p\n3,q\n4,q\n")
+    config = ExperimentConfig(
+        stream="prefix", learners=["nb"], dataset=f"csv:{path}", limit=2,
+        **({"delay": "1", "reeval_k": 1, "bins": 2} if reeval else {}),
+    )  # fmt: skip
+    assert prepare(config)[1].classes == ["p", "q"]
+    reference = evaluate_config(config)
+    settings = replace(kafka_settings, topic_prefix=f"prefix-{uuid.uuid4().hex[:8]}.")
+    ran = run_through_kafka(config, settings)
+    for doc in (ran, reference):
+        for key in ("runtime", "ingest"):
+            doc.pop(key, None)
+    assert ran == reference
+    assert ran["classes"] == ["p"] and ran["config"]["positive"] == "q"

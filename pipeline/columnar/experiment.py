@@ -416,7 +416,9 @@ class ColumnarExperiment:
         self.board.end(self.codes, self.diagnostics)
         self.counters["never_labelled"] = len(self.buffer)
         if not self.classes_known:
-            check_positive(self.config.positive, self.classes, self.n_labelled)
+            check_positive(
+                self.config.positive, self.config.classes or self.classes, self.n_labelled
+            )
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:
