@@ -17,7 +17,7 @@ from typing import Any
 from streameval.pipeline import columnar
 from streameval.pipeline.config import ExperimentConfig, Task, auto_snapshot_every
 from streameval.pipeline.events import InputEvent, Output
-from streameval.pipeline.experiment import Experiment, classes_known
+from streameval.pipeline.experiment import Experiment
 from streameval.pipeline.labels_progress import LabelProgress
 from streameval.pipeline.protocol import labels_first
 from streameval.pipeline.results import Results
@@ -121,7 +121,6 @@ def evaluate_config(
     experiment = Experiment(
         config, emit_predictions=on_output is not None, allow_import=allow_import
     )
-    experiment.classes_known = classes_known(dataset)
     return drive(experiment, schedule(config, dataset), total, progress, on_output)
 
 
@@ -294,12 +293,10 @@ def evaluate(
             emit_predictions=on_output is not None,
             complete=dataset is not None and dataset.complete,
         )
-        exp.classes_known = classes_known(dataset)
         steps = schedule_steps(rows, delay_model, labels_first=first)
         return Results(columnar.drive_steps(exp, steps, total, progress, on_output))
     events = replay_schedule(config.stream, rows, delay_model, labels_first=first)
     experiment = Experiment(config, learners=models, emit_predictions=on_output is not None)
-    experiment.classes_known = classes_known(dataset)
     return Results(drive(experiment, events, total, progress, on_output))
 
 

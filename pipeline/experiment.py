@@ -106,10 +106,6 @@ class Experiment:
     0.3333333333333333
     """
 
-    #: The stream's classes were known ahead and the positive class checked against them
-    #: (a dataset): a prefix whose labels never were it is no error at the end.
-    classes_known = False
-
     def __init__(
         self,
         config: ExperimentConfig,
@@ -421,7 +417,7 @@ class Experiment:
         if self._in_order is not None:
             self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
-        if self.classification and not self.classes_known:
+        if self.classification:
             check_positive(
                 self.config.positive, self.config.classes or self.classes, self.n_labelled
             )
@@ -442,18 +438,13 @@ class Experiment:
         return reporting.results(self)
 
 
-def classes_known(dataset: Any) -> bool:
-    """Whether ``dataset`` names its classes ahead (``evaluate.prepare`` then checked the
-    positive class against them): :attr:`Experiment.classes_known`."""
-    return dataset is not None and bool(getattr(dataset, "classes", None))
-
-
 def check_positive(positive: str | None, classes: list[str], n_labelled: int) -> None:
-    """A stream whose classes were not known ahead: refuse the positive class at the end
-    of a stream none of whose labels was it (the AUC of a class never seen is
-    meaningless). A multi-class stream may bring its positive class at any label, so
-    only the end shows it wrong. (A dataset's classes are known ahead: its positive
-    class is checked before the run, and a prefix may lack it.)
+    """Refuse the positive class at the end of a stream whose ``classes`` lack it (the
+    AUC of a class never seen is meaningless). ``classes`` are those known ahead where
+    they are (``config.classes``: a dataset's, against which the positive class was
+    checked before the run, so a prefix may lack it), else the labels the stream
+    brought: a multi-class stream may bring its positive class at any label, so only
+    the end shows it wrong.
 
     >>> check_positive("UP", ["DOWN"], 3)  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -38,7 +38,6 @@ from streameval.pipeline.columnar.schedule import LabelSchedule, applies
 from streameval.pipeline.columnar.segment import Segment
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.events import InputEvent, Output
-from streameval.pipeline.experiment import classes_known
 from streameval.pipeline.labels_progress import LabelProgress
 from streameval.pipeline.protocol import labels_first
 from streameval.pipeline.streams.base import Dataset, Instance, RecordSource
@@ -106,7 +105,6 @@ def evaluate_columnar(
         allow_import=allow_import,
         complete=dataset.complete,
     )
-    experiment.classes_known = classes_known(dataset)
     delay = parse_delay(config.delay, dataset)
     if label_schedule_applies(experiment, dataset, delay, on_output):
         return drive_labels(experiment, dataset, delay, total, progress)

@@ -106,8 +106,6 @@ class ColumnarExperiment:
     are then not looked through for one.
     """
 
-    classes_known = False  #: as :attr:`Experiment.classes_known`
-
     def __init__(
         self,
         config: ExperimentConfig,
@@ -415,10 +413,7 @@ class ColumnarExperiment:
         self._flush()
         self.board.end(self.codes, self.diagnostics)
         self.counters["never_labelled"] = len(self.buffer)
-        if not self.classes_known:
-            check_positive(
-                self.config.positive, self.config.classes or self.classes, self.n_labelled
-            )
+        check_positive(self.config.positive, self.config.classes or self.classes, self.n_labelled)
         self.ended = True
         snapshots = self.snapshots("final")
         if self.config.snapshot_every:
