@@ -108,6 +108,24 @@ def kafka_prefix() -> str:
     return f"test-{uuid.uuid4().hex[:10]}."
 
 
+def run_and_evaluate(config: Any, settings: KafkaSettings) -> tuple[dict, dict]:
+    """The results documents of ``run_through_kafka`` (on fresh topics) and of in-process
+    ``evaluate_config`` of ``config``, without what only a run through Kafka has (its
+    ``runtime`` and ``ingest`` blocks)."""
+    from dataclasses import replace
+
+    from streameval.agents.run import run_through_kafka
+    from streameval.pipeline.evaluate import evaluate_config
+
+    reference = evaluate_config(config)
+    fresh = replace(settings, topic_prefix=f"run-{uuid.uuid4().hex[:8]}.")
+    ran = run_through_kafka(config, fresh)
+    for doc in (ran, reference):
+        for key in ("runtime", "ingest"):
+            doc.pop(key, None)
+    return ran, reference
+
+
 def topic_to_end(
     settings: KafkaSettings, topic: str, *, timeout: float = 60.0, idle: float = 1.5
 ) -> list:

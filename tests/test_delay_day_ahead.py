@@ -8,10 +8,10 @@ plus ``p + 1`` half-hours: between 24.5 and 48 hours.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
+from kafka_fixtures import run_and_evaluate
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.events import FeatureEvent, LabelEvent
@@ -112,19 +112,10 @@ def test_no_change_bins_are_the_hand_computed_lags_of_the_label_sequence() -> No
 def test_run_through_kafka_gives_evaluate_under_day_ahead(kafka_settings: Any) -> None:
     """The day-ahead replay (features at negative event time on day 0) through the embedded
     broker: the results document of `evaluate`, binned curves included."""
-    from dataclasses import replace
-
-    from streameval.agents.run import run_through_kafka
-
     config = ExperimentConfig(
         "elec-dayahead", ["nochange", "majority", "nb"], dataset="electricity", limit=960,
         delay="day-ahead", reeval_k=10, bins=10, snapshot_every=200,
     )  # fmt: skip
-    reference = evaluate_config(config)
-    settings = replace(kafka_settings, topic_prefix=f"dayahead-{uuid.uuid4().hex[:8]}.")
-    ran = run_through_kafka(config, settings)
-    for doc in (ran, reference):
-        for key in ("runtime", "ingest"):
-            doc.pop(key, None)
+    ran, reference = run_and_evaluate(config, kafka_settings)
     assert ran == reference
     assert reference["curves"]["binned"]["n_labelled"][-1] == 960

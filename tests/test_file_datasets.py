@@ -11,11 +11,11 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_fixtures import run_and_evaluate
 from streameval.pipeline.learners import MixedNB
 from streameval.pipeline.spec import SpecError
 from streameval.pipeline.streams.base import DatasetError
@@ -297,11 +297,7 @@ def test_the_command_line_refuses_a_missing_file_in_one_line(
 def test_run_through_kafka_gives_evaluate_on_a_file(kafka_settings, tmp_path: Path) -> None:
     """`run` on a CSV with its own ids, ISO times and label times (the README's orders),
     with re-evaluation: the results document of `evaluate`, through the embedded broker."""
-    from dataclasses import replace
-
-    from streameval.agents.run import run_through_kafka
     from streameval.pipeline.config import ExperimentConfig
-    from streameval.pipeline.evaluate import evaluate_config
 
     orders = Path(__file__).resolve().parents[1] / "docs" / "examples" / "orders.csv"
     spec = f"csv:{orders}[id=order_id,time=created,label_time=decided_at,exclude=order.customer]"
@@ -315,12 +311,7 @@ def test_run_through_kafka_gives_evaluate_on_a_file(kafka_settings, tmp_path: Pa
         window=300,
         limit=1500,
     )
-    reference = evaluate_config(config)
-    settings = replace(kafka_settings, topic_prefix=f"file-{uuid.uuid4().hex[:8]}.")
-    ran = run_through_kafka(config, settings)
-    for doc in (ran, reference):
-        for key in ("runtime", "ingest"):
-            doc.pop(key, None)
+    ran, reference = run_and_evaluate(config, kafka_settings)
     assert ran == reference
     assert reference["n_instances"] == 1500 and reference["config"]["delay"] == "natural"
 
@@ -332,11 +323,8 @@ def test_run_through_kafka_takes_a_prefix_without_the_positive_class(
 ) -> None:
     """The worker sees only the prefix's labels; the file's classes travel in the config,
     so it ends the stream as `evaluate` does (the columnar and the per-event core)."""
-    from dataclasses import replace
-
-    from streameval.agents.run import run_through_kafka
     from streameval.pipeline.config import ExperimentConfig
-    from streameval.pipeline.evaluate import evaluate_config, prepare
+    from streameval.pipeline.evaluate import prepare
 
     path = _csv(tmp_path, "a,y\n1,p\n2,p\n3,q\n4,q\n")
     config = ExperimentConfig(
@@ -344,11 +332,6 @@ def test_run_through_kafka_takes_a_prefix_without_the_positive_class(
         **({"delay": "1", "reeval_k": 1, "bins": 2} if reeval else {}),
     )  # fmt: skip
     assert prepare(config)[1].classes == ["p", "q"]
-    reference = evaluate_config(config)
-    settings = replace(kafka_settings, topic_prefix=f"prefix-{uuid.uuid4().hex[:8]}.")
-    ran = run_through_kafka(config, settings)
-    for doc in (ran, reference):
-        for key in ("runtime", "ingest"):
-            doc.pop(key, None)
+    ran, reference = run_and_evaluate(config, kafka_settings)
     assert ran == reference
     assert ran["classes"] == ["p"] and ran["config"]["positive"] == "q"
