@@ -115,36 +115,40 @@ class _Parameters:
         self.stale_ends = set(range(shape[0]))
 
     def refresh(self, table: GaussianTable) -> None:
-        """Recompute the rows of the classes that learned since the last call."""
-        for row in self.stale:
-            n, m2 = table.count[row], table.m2[row]
-            variance = np.divide(m2, n, out=np.full(len(n), np.nan), where=n > 0.0)
+        """Recompute the rows of the classes that learned since the last call (together:
+        a round after K labels finds a few)."""
+        if self.stale:
+            rows = np.fromiter(self.stale, dtype=np.intp, count=len(self.stale))
+            n, m2 = table.count[rows], table.m2[rows]
+            variance = np.divide(m2, n, out=np.full(n.shape, np.nan), where=n > 0.0)
             normal = variance > 0.0  # nan (nothing seen, nan values) is neither
             safe = np.where(normal, variance, 1.0)
-            self.h[row] = np.where(normal, -0.5 / safe, 0.0)
-            self.c[row] = np.where(normal, -np.log(np.sqrt(safe) * SQRT_TAU), -np.inf)
-            self.point[row] = variance <= 0.0
-            self.t_max = max(self.t_max, float(self.c[row].max()) + math.log(2.0))
-            bound = max(float(np.abs(table.mean[row]).max(initial=0.0)), -float(self.h[row].min()))
-            self.extreme = self.extreme or not bound < _LARGE
+            h = self.h[rows] = np.where(normal, -0.5 / safe, 0.0)
+            c = self.c[rows] = np.where(normal, -np.log(np.sqrt(safe) * SQRT_TAU), -np.inf)
+            self.point[rows] = variance <= 0.0
+            self.t_max = max(self.t_max, float(c.max()) + math.log(2.0))
+            mean = float(np.abs(table.mean[rows]).max(initial=0.0))  # nan: a nan value seen
+            self.extreme = self.extreme or not (mean < _LARGE and -float(h.min()) < _LARGE)
         self.stale_ends |= self.stale
         self.stale.clear()
         self.any_point = bool(self.point.any())
 
     def indicator_terms(self, table: GaussianTable) -> np.ndarray:
         """:attr:`ends`, current for every class (call :meth:`refresh` first)."""
-        zero_one = np.array([[0.0], [1.0]])
-        for row in self.stale_ends:
-            point = self.point[row] if self.any_point else None
-            self.ends[row] = _log_densities(
-                zero_one, table.mean[row], self.h[row], self.c[row], point, self
-            )
-            self.rise[row] = self.ends[row, 1] - self.ends[row, 0]
-        self.stale_ends.clear()
+        if self.stale_ends:
+            rows = np.fromiter(self.stale_ends, dtype=np.intp, count=len(self.stale_ends))
+            point = self.point[rows, None, :] if self.any_point else None
+            ends = self.ends[rows] = _log_densities(
+                _ZERO_ONE, table.mean[rows, None, :], self.h[rows, None, :],
+                self.c[rows, None, :], point, self,
+            )  # fmt: skip
+            self.rise[rows] = ends[:, 1] - ends[:, 0]
+            self.stale_ends.clear()
         return self.ends
 
 
 _FLOOR = -60.0
+_ZERO_ONE = np.array([[0.0], [1.0]])  # the two values of a 0/1 indicator, as a column
 
 #: Means, values and ``1 / variance`` below this keep ``h * (x - mean) ** 2`` finite.
 _LARGE = 1e150
