@@ -14,12 +14,14 @@ import numbers
 import pickle
 import random
 
+import numpy as np
 import pytest
 from river import compose, naive_bayes, preprocessing
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config
 from streameval.pipeline.learners import MixedNB
 from streameval.pipeline.learners.base import argmax
+from streameval.pipeline.learners.gaussian_rows import row_sums
 from streameval.pipeline.learners.naive_bayes import _EXACT_INT, PointMassGaussianNB, _Instance
 from streameval.pipeline.learners.river_adapter import clean
 from streameval.pipeline.streams.datasets import load
@@ -269,6 +271,37 @@ def test_batches_rank_as_the_instances_do() -> None:
     assert int(batch.frame.binary.sum()) == 21  # the 20 indicators and the bool
     assert model.predict_labels_batch(batch, batch.frame) == want  # buffer frame, indicators
     assert model.predict_labels_batch(xs) == want  # a frame of the dicts, one feature absent
+
+
+def test_rounds_between_labels_rank_as_the_instances_do() -> None:
+    # re-evaluation rounds: a few labels learned between two batches, so only the classes
+    # they bring have new parameters; a class of one repeated value is a point mass
+    from streameval.pipeline.reeval.rows import FeatureRows
+
+    data = _wide_stream(1200, seed=11)
+    model = MixedNB()
+    for _ in range(3):
+        model.learn_one({"r0": 7.5, "b0": 1.0}, "P")
+    pending = [{k: v for k, v in x.items() if not isinstance(v, str)} for x, _ in data[1000:]]
+    pending.append({"r0": 7.5, "b0": 1.0})
+    whole = [x for x in pending if len(x) == 28]  # every feature: the 0/1 columns' products
+    batches = []
+    for xs in (pending, whole):
+        buffer = FeatureRows()
+        batches.append((xs, buffer.batch(xs, [buffer.acquire(x) for x in xs])))
+    table = model.gaussians
+    for start in range(0, 1000, 10):
+        for x, y in data[start : start + 10]:
+            model.learn_one(x, y)
+        classes = [model._rows[c] for c in model.class_counts]
+        for xs, batch in batches:
+            want = [argmax(model.predict_proba_one(x)) for x in xs]
+            assert model.predict_labels_batch(batch, batch.frame) == want, start
+            sums = row_sums(table, batch.frame)  # every class's parameters current
+            exact = [table.exact_sums(classes, list(x), list(x.values())) for x in xs]
+            np.testing.assert_allclose(sums[:, classes], exact, rtol=1e-12, err_msg=str(start))
+    assert argmax(model.predict_proba_one(pending[-1])) == "P"
+    assert len(whole) > 100 and batches[1][1].frame.present.all()
 
 
 def test_a_pickle_of_the_river_parts_loads_into_the_arrays() -> None:
