@@ -51,6 +51,7 @@ from typing import Any
 
 from streameval.agents import service_log
 from streameval.agents.admission import Admission, Budget
+from streameval.agents.allocator import keep_large_blocks_apart
 from streameval.agents.checkpoint import CheckpointError, StreamCheckpoints
 from streameval.agents.codec import decode, input_events
 from streameval.agents.config import KafkaSettings
@@ -92,6 +93,7 @@ class StreamWorker:
         checkpoints: bool = True,
         budget: Budget | None = None,
     ) -> None:
+        keep_large_blocks_apart()  # checkpoints' buffers off the heap: agents.allocator
         if producer is None:
             from confluent_kafka import Producer
 
