@@ -9,8 +9,8 @@ whose holes the long-lived objects allocated in between then pin. Measured on th
 worker (``tests/test_soak.py``, 10 minutes, ``mallinfo2``): the memory in use stayed at
 66 MB, the heap's free memory went from 15 to 42 MB and the resident memory rose in steps
 of ~8 MB (34 MB after the warm-up). Setting the threshold turns its adjustment off:
-with it, the heap's free memory stayed at 8-11 MB and the resident memory level from
-210 s on (242 MB once the ingest guard's window is full; 7 MB of growth after the
+with it, the heap's free memory stayed at 8-11 MB and the resident memory stayed level
+from 210 s on (242 MB once the ingest guard's window is full; 7 MB of growth after the
 warm-up). Replaying Electricity through ``streameval run`` took the same time with and
 without it (15.4-16.3 s).
 
