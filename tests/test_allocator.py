@@ -3,7 +3,6 @@ mappings after a larger one was freed, instead of growing inside the heap."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import subprocess
 import sys
@@ -41,7 +40,7 @@ def mapped_for_the_second_buffer(setting: str) -> dict[str, int | bool | None]:
 
 def has_mallinfo2() -> bool:
     libc = _libc()
-    return libc is not None and hasattr(ctypes.CDLL(None), "mallinfo2")
+    return libc is not None and hasattr(libc, "mallinfo2")
 
 
 @pytest.mark.skipif(not has_mallinfo2(), reason="not glibc 2.33 or later")
