@@ -445,6 +445,53 @@ def test_tree_rounds_over_all_leaves_rank_as_river_while_the_tree_grows() -> Non
     assert reused > 0
 
 
+def test_a_row_keeps_its_label_until_its_leaf_learns(monkeypatch) -> None:
+    """Rounds after every label: a row whose leaf has not learned since its last round
+    keeps its label without a new ranking; a row whose leaf learned is ranked again, and
+    some of those change label in place. Every round equals river's answers."""
+    from streameval.pipeline.learners.tree_round import TreeRound
+
+    ranked = []
+    answer = TreeRound._answer
+
+    def counted(self, trees, model, xs, frame, leaves, groups, out):  # noqa: ANN001, ANN202
+        ranked.append(sum(len(rows) for rows in groups.values()))
+        return answer(self, trees, model, xs, frame, leaves, groups, out)
+
+    monkeypatch.setattr(TreeRound, "_answer", counted)
+    rnd = random.Random(7)
+    data = []
+    for _ in range(2600):
+        y = rnd.choice("abcd")
+        shift = "abcd".index(y)
+        data.append(({f"f{j}": rnd.gauss(shift * ((j % 3) - 1), 1.5) for j in range(6)}, y))
+    learner = RiverClassifier(tree.HoeffdingTreeClassifier(grace_period=50, delta=0.3))
+    for x, y in data[:2000]:
+        learner.learn_one(x, y)
+    assert learner.model.n_leaves >= 4
+    buf = PendingBuffer(k=1)
+    for i, (x, _) in enumerate(data[2000:2300]):
+        buf.add(i, at=i, ts=float(i), x=x, labels_seen=0)
+    pending = list(buf)
+    batch = buf.batch(pending)
+    before: dict[int, tuple[object, object]] = {}
+    asked, changed_in_place = 0, 0
+    for x, y in data[2300:]:
+        labels = learner.predict_labels_many(batch)
+        assert labels == [argmax(learner.model.predict_proba_one(m.x)) for m in pending]
+        leaves = learner._trees._round._leaves
+        for m, label in zip(pending, labels, strict=True):
+            leaf = leaves[m.row][1]
+            old = before.get(m.row)
+            changed_in_place += old is not None and old[0] is leaf and old[1] != label
+            before[m.row] = (leaf, label)
+        asked += len(pending)
+        learner.learn_one(x, y)
+    assert sum(ranked) < asked / 2  # most rows kept their label: their leaf did not learn
+    assert ranked.count(0) == 0  # each round ranked the rows of the leaf that learned
+    assert changed_in_place > 0  # and learning moved some labels without a split
+
+
 def test_rows_know_their_indicator_columns_and_leave_inexact_integers_to_the_dicts() -> None:
     rows = FeatureRows()
     a = rows.acquire({"u": 0.5, "b": 1.0, "c": 0})
