@@ -103,6 +103,7 @@ def consume_stream(
         }
     )
     key = stream.encode("utf-8")
+    worker.publisher.know_topics(("metrics",))  # the results go out as soon as they are made
     try:
         with collecting_less():  # see streameval.agents.collection
             consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
