@@ -128,18 +128,24 @@ class TreeRound:
             or not frame.present.all()
         ):
             return None
-        leaves = self._leaves_of(trees, model, xs, frame, key)
+        rows, stamps = key.rows.tolist(), key.stamps.tolist()  # the buffer rows, their stamps
+        leaves = self._leaves_of(trees, model, xs, frame, key, rows, stamps)
         if leaves is None:
             return None
         out: list[Hashable | None] = [None] * len(xs)
-        todo, states = self._recall(model, leaves, key, out)
+        todo, states = self._recall(model, leaves, rows, stamps, out)
         if todo:
             self._answer(trees, model, xs, frame, leaves, todo, out)
-            self._remember(key, leaves, todo, states, out)
+            self._remember(rows, stamps, leaves, todo, states, out)
         return out
 
     def _recall(
-        self, model: Any, leaves: list[Any], key: Any, out: list[Hashable | None]
+        self,
+        model: Any,
+        leaves: list[Any],
+        rows: list[int],
+        stamps: list[int],
+        out: list[Hashable | None],
     ) -> tuple[dict[int, list[int]], dict[int, tuple[Any, ...]]]:
         """Fill ``out`` for the rows whose leaf has not learned since their last label (a
         leaf's answer depends on its own statistics only, and the tree's classes); the
@@ -148,7 +154,6 @@ class TreeRound:
         todo: dict[int, list[int]] = {}
         states: dict[int, tuple[Any, ...]] = {}
         n_classes = len(model.classes)
-        rows, stamps = key.rows.tolist(), key.stamps.tolist()
         for i, leaf in enumerate(leaves):
             state = states.get(id(leaf))
             if state is None:
@@ -162,7 +167,8 @@ class TreeRound:
 
     def _remember(
         self,
-        key: Any,
+        rows: list[int],
+        stamps: list[int],
         leaves: list[Any],
         todo: dict[int, list[int]],
         states: dict[int, tuple[Any, ...]],
@@ -170,7 +176,6 @@ class TreeRound:
     ) -> None:
         """Keep the labels just computed, with their leaf's state (from :meth:`_recall`)."""
         said = self._said
-        rows, stamps = key.rows.tolist(), key.stamps.tolist()
         for group in todo.values():
             leaf = leaves[group[0]]
             state = states[id(leaf)]
@@ -226,11 +231,19 @@ class TreeRound:
         return label
 
     def _leaves_of(
-        self, trees: Any, model: Any, xs: Sequence[dict[str, Any]], frame: Any, key: Any
+        self,
+        trees: Any,
+        model: Any,
+        xs: Sequence[dict[str, Any]],
+        frame: Any,
+        key: Any,
+        rows: list[int],
+        stamps: list[int],
     ) -> list[Any] | None:
-        """Each row's leaf: kept for a row whose contents and the tree's shape are the
-        same as when it was routed; ``None`` when rows cannot keep leaves (a branch
-        other than numeric binary, or on a feature the frame lacks)."""
+        """Each row's leaf (``rows`` and ``stamps``: ``key``'s, as lists): kept for a row
+        whose contents and the tree's shape are the same as when it was routed; ``None``
+        when rows cannot keep leaves (a branch other than numeric binary, or on a feature
+        the frame lacks)."""
         version = (
             id(model._root),
             model._n_active_leaves,
@@ -254,7 +267,7 @@ class TreeRound:
         cache = self._leaves
         root = model._root
         leaves = []
-        for i, (row, stamp) in enumerate(zip(key.rows.tolist(), key.stamps.tolist(), strict=True)):
+        for i, (row, stamp) in enumerate(zip(rows, stamps, strict=True)):
             hit = cache.get(row)
             if hit is None or hit[0] != stamp:
                 hit = cache[row] = (stamp, trees._route(root, xs[i], {}))
