@@ -13,6 +13,7 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,10 +26,10 @@ pytestmark = pytest.mark.kafka
 
 
 def _known_topics(
-    settings: KafkaSettings, kinds: tuple[str, ...] | None
+    settings: KafkaSettings, ask: Callable[[Publisher], None]
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The topics (with their partitions) in the statistics of a fresh output producer
-    after ``Publisher.know_topics(kinds)`` (nothing asked when ``kinds`` is None)."""
+    after ``ask(publisher)``."""
     prefix = f"test-{uuid.uuid4().hex[:10]}."
     ensure_topics(settings.confluent_config(), settings.partitions, prefix=prefix)
     stats: list[dict[str, Any]] = []
@@ -40,8 +41,7 @@ def _known_topics(
         }
     )
     publisher = Publisher(producer, TopicNames.for_prefix(prefix), Counter())
-    if kinds is not None:
-        publisher.know_topics(kinds)
+    ask(publisher)
     stats.clear()  # statistics made from here on show what the producer kept
     deadline = time.monotonic() + 30
     while len(stats) < 2:  # the second is wholly after the lookups
@@ -53,19 +53,22 @@ def _known_topics(
 
 
 def test_the_metrics_topic_is_known_before_the_first_output(kafka_settings: KafkaSettings) -> None:
-    known, topics = _known_topics(kafka_settings, ("metrics",))
+    known, topics = _known_topics(kafka_settings, lambda p: p.know_topics(("metrics",)))
     assert list(known) == [topics["metrics"]]
     partitions = {p for p in known[topics["metrics"]]["partitions"] if p != "-1"}
     assert len(partitions) == kafka_settings.partitions
 
 
 def test_every_output_topic_is_known_after_a_worker_start(kafka_settings: KafkaSettings) -> None:
-    known, topics = _known_topics(kafka_settings, ("predictions", "metrics", "drift"))
+    # what a worker's start calls (StreamWorker.restore): the output positions, then the lookups
+    known, topics = _known_topics(
+        kafka_settings, lambda p: p.start(kafka_settings.confluent_config())
+    )
     assert sorted(known) == sorted(topics.values())
 
 
 def test_a_producer_not_told_knows_no_topic(kafka_settings: KafkaSettings) -> None:
-    known, _ = _known_topics(kafka_settings, None)
+    known, _ = _known_topics(kafka_settings, lambda p: None)
     assert known == {}
 
 
