@@ -35,6 +35,8 @@ checkers (~2 us a message) that agree with the JSON Schemas on every
 JSON-decoded message (``tests/test_schemas.py`` checks that on a corpus of
 valid and invalid messages); the other kinds use jsonschema with compiled
 validators cached. ``validate(kind, msg, reference=True)`` forces jsonschema.
+A packed features or labels message in the common form is parsed and checked whole, in
+C, by :mod:`streameval.schemas.packed` (``msgspec``); any other falls back to the checkers.
 
 >>> validate("labels", {"stream": "s", "id": "7", "ts": 3.0, "y": "UP", "seq": 12}) is None
 True

@@ -1,0 +1,83 @@
+"""Packed input messages checked whole, in C: the common form of the features and labels
+topics as ``msgspec`` types.
+
+A replay packs hundreds of events into one message (a JSON array). Checking them one by
+one in Python (:func:`~streameval.schemas.check_features`) costs more than parsing them;
+:func:`packed_decoder` parses a whole array *and* checks every event in one call of
+``msgspec``'s decoder, against a narrower form of the features and labels schemas:
+
+* exactly the properties ``stream``, ``id``, ``ts``, ``x`` (or ``y``), ``seq``;
+* ``stream`` and ``id`` strings of 1 to :data:`~streameval.schemas.MAX_ID_LENGTH`
+  characters, ``ts`` a finite number (an integer becomes a float, as the codec makes it),
+  ``seq`` an integer >= 0 that fits 64 bits;
+* feature names non-empty strings; feature values and ``y`` finite numbers (integers of
+  64 bits stay integers) or strings.
+
+Everything this form accepts, the schemas accept, with the same values. It accepts less:
+an end-of-stream marker, an integer beyond 64 bits, ``seq`` written as ``3.0``, any
+invalid event. A message it refuses is decoded again by the codec's general path, which
+finds each event's own reason (``tests/test_packed_decoder.py`` compares the two paths on
+valid and invalid messages).
+
+>>> decode = packed_decoder("labels")
+>>> assert decode is not None
+>>> [(e.id, e.ts, e.y) for e in decode(b'[{"stream":"s","id":"7","ts":3,"y":"UP","seq":1}]')]
+[('7', 3.0, 'UP')]
+>>> decode(b'[{"stream":"s","id":"7","ts":3,"y":"UP","seq":-1}]')
+Traceback (most recent call last):
+...
+msgspec.ValidationError: Expected `int` >= 0 - at `$[0].seq`
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, Union
+
+import msgspec
+from streameval.schemas import MAX_ID_LENGTH
+
+__all__ = ["PackedFeatures", "PackedLabel", "packed_decoder"]
+
+_MAX = sys.float_info.max
+# Annotated[...] and Union[...] are evaluated at run time by msgspec: no PEP 604 here
+Finite = Annotated[float, msgspec.Meta(ge=-_MAX, le=_MAX)]  # inf (1e400) is out of range
+Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
+Name = Annotated[str, msgspec.Meta(min_length=1)]
+Sequence = Annotated[int, msgspec.Meta(ge=0)]
+Value = Union[int, Finite, str]  # noqa: UP007
+
+
+class PackedFeatures(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A feature event of a packed message, checked."""
+
+    stream: Identifier
+    id: Identifier
+    ts: Finite
+    x: dict[Name, Value]
+    seq: Sequence
+
+
+class PackedLabel(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A label event of a packed message, checked."""
+
+    stream: Identifier
+    id: Identifier
+    ts: Finite
+    y: Value
+    seq: Sequence
+
+
+_DECODERS = {
+    "features": msgspec.json.Decoder(list[PackedFeatures]),
+    "labels": msgspec.json.Decoder(list[PackedLabel]),
+}
+
+
+def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
+    """The decoder of packed ``topic_kind`` messages into checked events (``None`` for a
+    kind other than ``features`` and ``labels``); it raises ``msgspec.DecodeError``
+    (``ValidationError`` is one) for any message outside the narrow form above."""
+    decoder = _DECODERS.get(topic_kind)
+    return None if decoder is None else decoder.decode
