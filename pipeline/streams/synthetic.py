@@ -82,10 +82,19 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, pairwise
 from typing import Any
 
-from river.datasets import synth
 from streameval.pipeline.spec import Component, SpecError, parse_component, take_params
 from streameval.pipeline.streams.base import Dataset, FeatureValue, RecordSource, Target
 from streameval.pipeline.streams.delay import DelayModel, InstanceDelay
+
+
+def _synth() -> Any:
+    """River's generators (``river.datasets.synth``), imported when a stream is made: the
+    import costs ~0.8 s (``river.datasets`` imports scikit-learn where it is installed),
+    which every command line call would otherwise pay."""
+    from river.datasets import synth
+
+    return synth
+
 
 Pair = tuple[dict[str, FeatureValue], Target]
 PairFactory = Callable[[], Iterator[Pair]]
@@ -230,7 +239,7 @@ def _sea(comp: Component, drift: bool) -> Dataset:
 
     def make() -> Iterator[Pair]:
         concepts = [
-            _river_pairs(synth.SEA(variant=(variant + k) % 4, noise=noise, seed=seed + k))
+            _river_pairs(_synth().SEA(variant=(variant + k) % 4, noise=noise, seed=seed + k))
             for k in range(len(points) + 1)
         ]
         return concept_switch(concepts, points, width, seed)
@@ -267,7 +276,7 @@ def _hyperplane(comp: Component) -> Dataset:
     }
 
     def make() -> Iterator[Pair]:
-        return _river_pairs(synth.Hyperplane(seed=seed, **kwargs))
+        return _river_pairs(_synth().Hyperplane(seed=seed, **kwargs))
 
     return _classification(
         comp,
@@ -316,7 +325,7 @@ def _agrawal(comp: Component, drift: bool) -> Dataset:
     def make() -> Iterator[Pair]:
         concepts = [
             _river_pairs(
-                synth.Agrawal(
+                _synth().Agrawal(
                     classification_function=(function + k) % 10,
                     seed=seed + k,
                     balance_classes=balance,
@@ -358,7 +367,7 @@ def _led(comp: Component, drift: bool) -> Dataset:
     def make() -> Iterator[Pair]:
         concepts = [
             _river_pairs(
-                synth.LEDDrift(
+                _synth().LEDDrift(
                     seed=seed + k,
                     noise_percentage=noise,
                     irrelevant_features=irrelevant,
@@ -441,18 +450,18 @@ def _friedman(comp: Component, drift: bool) -> Dataset:
             raise SpecError(f"{comp.name}: drift_type={kind} needs {count} drift points")
         window = p.get("transition_window", 0)
         try:
-            synth.FriedmanDrift(kind, tuple(points), window, seed)
+            _synth().FriedmanDrift(kind, tuple(points), window, seed)
         except ValueError as exc:
             raise SpecError(f"{comp.name}: {exc}") from None
 
         def make() -> Iterator[Pair]:
             return _river_pairs(
-                synth.FriedmanDrift(kind, tuple(points), window, seed), regression=True
+                _synth().FriedmanDrift(kind, tuple(points), window, seed), regression=True
             )
     else:
 
         def make() -> Iterator[Pair]:
-            return _river_pairs(synth.Friedman(seed=seed), regression=True)
+            return _river_pairs(_synth().Friedman(seed=seed), regression=True)
 
     return Dataset(
         name=comp.name,
