@@ -9,15 +9,15 @@ one in Python (:func:`~streameval.schemas.check_features`) costs more than parsi
 * exactly the properties ``stream``, ``id``, ``ts``, ``x`` (or ``y``), ``seq``;
 * ``stream`` and ``id`` strings of 1 to :data:`~streameval.schemas.MAX_ID_LENGTH`
   characters, ``ts`` a finite number (an integer becomes a float, as the codec makes it),
-  ``seq`` an integer >= 0 that fits 64 bits;
-* feature names non-empty strings; feature values and ``y`` finite numbers (integers of
-  64 bits stay integers) or strings.
+  ``seq`` an integer >= 0;
+* feature names non-empty strings; feature values and ``y`` strings, finite floats, or
+  integers of 64 bits (which stay integers).
 
 Everything this form accepts, the schemas accept, with the same values. It accepts less:
-an end-of-stream marker, an integer beyond 64 bits, ``seq`` written as ``3.0``, any
-invalid event. A message it refuses is decoded again by the codec's general path, which
-finds each event's own reason (``tests/test_packed_decoder.py`` compares the two paths on
-valid and invalid messages).
+an end-of-stream marker, a feature value or ``y`` that is an integer beyond 64 bits,
+``seq`` written as ``3.0``, any invalid event. A message it refuses is decoded again by
+the codec's general path, which finds each event's own reason
+(``tests/test_packed_decoder.py`` compares the two paths on valid and invalid messages).
 
 >>> decode = packed_decoder("labels")
 >>> assert decode is not None
@@ -46,7 +46,9 @@ Finite = Annotated[float, msgspec.Meta(ge=-_MAX, le=_MAX)]  # inf (1e400) is out
 Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
 Name = Annotated[str, msgspec.Meta(min_length=1)]
 Sequence = Annotated[int, msgspec.Meta(ge=0)]
-Value = Union[int, Finite, str]  # noqa: UP007
+# a longer integer is left to the general path, which refuses one beyond a double's range
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Value = Union[Int64, Finite, str]  # noqa: UP007
 
 
 class PackedFeatures(msgspec.Struct, forbid_unknown_fields=True, gc=False):

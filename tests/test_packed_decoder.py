@@ -67,7 +67,7 @@ TAKEN = {
     "labels": [
         _pack(_label(), _label(id="2", seq=1)),
         _pack(_label(ts=3)),  # an integer time: a float event time, as the general path
-        _pack(_label(y=2), _label(y=-0.0), _label(y=123456789012345678901234567890)),
+        _pack(_label(y=2), _label(y=-0.0), _label(y=2**63 - 1), _label(y=-(2**63))),
         _pack(_label(id="\u00e9" * MAX_ID_LENGTH)),
         _pack(_label(id="\U0001f600" * MAX_ID_LENGTH)),  # characters, not bytes
         _pack(_label(seq=2**64 - 1)),
@@ -100,6 +100,9 @@ DECLINED = {
         _pack(_label(seq=-1)),
         _pack(_label(y=None)),
         _pack(_label(y=True)),
+        _pack(_label(y=2**63)),  # valid: the general path keeps it
+        _pack(_label(y=-(10**309))),  # beyond a double: invalid
+        _pack(_label(seq=10**40), _label(y=10**309)),
         _pack(_label(extra=1)),
         _pack({k: v for k, v in _label().items() if k != "seq"}),
         _pack(_label(), {"stream": "s", "end": True, "ts": 9.0, "seq": 1, "n_events": 1}),
@@ -111,6 +114,7 @@ DECLINED = {
         _pack(_features(x={"a": None})),
         _pack(_features(x={"a": [1.0]})),
         _pack(_features(x={"a": False})),
+        _pack(_features(x={"a": 10**309})),
         _pack(_features(x=[1.0])),
         _pack(_label()),
     ],
@@ -168,7 +172,8 @@ def test_a_replays_packed_messages_take_the_fast_path() -> None:
 _finite = st.floats(allow_nan=False, allow_infinity=False)
 _number = _finite | st.integers(-(2**70), 2**70)
 _valid = _number | st.text(max_size=5)
-_scalar = _valid | st.booleans() | st.none() | st.floats()
+_huge = st.sampled_from([2**63, -(2**63) - 1, 10**308, 10**309, -(10**309)])
+_scalar = _valid | _huge | st.booleans() | st.none() | st.floats()
 _ident = st.text(min_size=1, max_size=4) | st.just("\u00e9" * MAX_ID_LENGTH)
 
 
