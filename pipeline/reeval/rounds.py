@@ -48,14 +48,22 @@ class Rounds:
         self._seen_bins.clear()
 
     def predict(
-        self, learners: Sequence[Any], predict_many: Predict, n_labelled: int, inst: Any | None
+        self,
+        learners: Sequence[Any],
+        predict_many: Predict,
+        n_labelled: int,
+        inst: Any | None,
+        firsts: Sequence[Any] = (),
     ) -> tuple[list[Any], list[list[Any]]]:
         """This label's round: the instances due (:meth:`PendingBuffer.due`) and, per
-        learner, its predictions for them followed, when ``inst`` is given, by the
-        test-then-train prediction of ``inst``. The instances' features come as rows of
-        the buffer's matrix."""
+        learner, its predictions for them, then for ``firsts`` (pending instances whose
+        first prediction was put off: no learner has learned since they arrived) and,
+        when ``inst`` is given, the test-then-train prediction of ``inst``. The
+        instances' features come as rows of the buffer's matrix."""
         due = self.buffer.due(n_labelled)
-        members = [*due, inst] if inst is not None else due
+        members = [*due, *firsts]
+        if inst is not None:
+            members.append(inst)
         if not members:
             return due, [[] for _ in learners]
         xs = self.buffer.batch(members)
