@@ -58,7 +58,7 @@ from streameval.pipeline.events import (
     new_label,
 )
 from streameval.schemas import MAX_MESSAGE_BYTES, reason_text, validate, validator_of
-from streameval.schemas.packed import packed_decoder
+from streameval.schemas.packed import event_decoder, packed_decoder
 
 __all__ = [
     "MAX_PACKED_EVENTS",
@@ -258,23 +258,30 @@ def input_events(
     >>> type(event).__name__, event.ts, event.y
     ('LabelEvent', 0.0, 'a')
     """
-    if raw.__class__ is bytes and raw[:1] == b"[" and len(raw) <= MAX_MESSAGE_BYTES:  # type: ignore[index]
-        events = _packed_events(topic_kind, raw)  # type: ignore[arg-type]
+    if raw.__class__ is bytes and len(raw) <= MAX_MESSAGE_BYTES:  # type: ignore[arg-type]
+        events = _common_events(topic_kind, raw)  # type: ignore[arg-type]
         if events is not None:
             return events, []
     return input_events_one_by_one(topic_kind, raw)
 
 
-def _packed_events(topic_kind: str, raw: bytes) -> list[InputEvent] | None:
-    """The events of a packed message all of whose events have the common form
-    (:mod:`streameval.schemas.packed`), checked in one call; ``None`` for any other."""
-    decode = packed_decoder(topic_kind)
+def _common_events(topic_kind: str, raw: bytes) -> list[InputEvent] | None:
+    """The events of a message (one event, or packed) all of whose events have the common
+    form (:mod:`streameval.schemas.packed`), checked in one call; ``None`` for any other."""
+    first = raw[:1]
+    if first == b"[":
+        decode = packed_decoder(topic_kind)
+    elif first == b"{":
+        decode = event_decoder(topic_kind)
+    else:
+        return None
     if decode is None:
         return None
     try:
-        items = decode(raw)
+        decoded = decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):  # invalid UTF-8 inside a string
         return None
+    items = decoded if first == b"[" else [decoded]
     if len(items) > MAX_PACKED_EVENTS:
         return None
     if topic_kind == "features":

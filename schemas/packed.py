@@ -1,10 +1,12 @@
-"""Packed input messages checked whole, in C: the common form of the features and labels
-topics as ``msgspec`` types.
+"""Input messages checked whole, in C: the common form of the features and labels topics
+as ``msgspec`` types.
 
-A replay packs hundreds of events into one message (a JSON array). Checking them one by
-one in Python (:func:`~streameval.schemas.check_features`) costs more than parsing them;
-:func:`packed_decoder` parses a whole array *and* checks every event in one call of
-``msgspec``'s decoder, against a narrower form of the features and labels schemas:
+A replay packs hundreds of events into one message (a JSON array); a producer of one's
+own usually sends one event (a JSON object) per message. Checking events in Python
+(:func:`~streameval.schemas.check_features`) costs more than parsing them;
+:func:`packed_decoder` parses a whole array, and :func:`event_decoder` one object, *and*
+checks every event in one call of ``msgspec``'s decoder, against a narrower form of the
+features and labels schemas:
 
 * exactly the properties ``stream``, ``id``, ``ts``, ``x`` (or ``y``), ``seq``;
 * ``stream`` and ``id`` strings of 1 to :data:`~streameval.schemas.MAX_ID_LENGTH`
@@ -38,7 +40,7 @@ from typing import Annotated, Any, Union
 import msgspec
 from streameval.schemas import MAX_ID_LENGTH
 
-__all__ = ["PackedFeatures", "PackedLabel", "packed_decoder"]
+__all__ = ["PackedFeatures", "PackedLabel", "event_decoder", "packed_decoder"]
 
 _MAX = sys.float_info.max
 # Annotated[...] and Union[...] are evaluated at run time by msgspec: no PEP 604 here
@@ -75,6 +77,10 @@ _DECODERS = {
     "features": msgspec.json.Decoder(list[PackedFeatures]),
     "labels": msgspec.json.Decoder(list[PackedLabel]),
 }
+_ONE = {
+    "features": msgspec.json.Decoder(PackedFeatures),
+    "labels": msgspec.json.Decoder(PackedLabel),
+}
 
 
 def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
@@ -82,4 +88,16 @@ def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
     kind other than ``features`` and ``labels``); it raises ``msgspec.DecodeError``
     (``ValidationError`` is one) for any message outside the narrow form above."""
     decoder = _DECODERS.get(topic_kind)
+    return None if decoder is None else decoder.decode
+
+
+def event_decoder(topic_kind: str) -> Callable[[bytes], Any] | None:
+    """:func:`packed_decoder` for a message of one event (a JSON object).
+
+    >>> decode = event_decoder("labels")
+    >>> assert decode is not None
+    >>> decode(b'{"stream":"s","id":"7","ts":3,"y":"UP","seq":1}').ts
+    3.0
+    """
+    decoder = _ONE.get(topic_kind)
     return None if decoder is None else decoder.decode

@@ -1,7 +1,8 @@
-"""A packed message checked whole (``msgspec``) gives the events of the one-by-one path.
+"""A message checked whole (``msgspec``) gives the events of the one-by-one path.
 
-:func:`~streameval.agents.codec.input_events` decodes a packed features or labels message
-with the narrow ``msgspec`` form of :mod:`streameval.schemas.packed` and falls back to the
+:func:`~streameval.agents.codec.input_events` decodes a features or labels message, packed
+or of one event, with the narrow ``msgspec`` form of :mod:`streameval.schemas.packed` and
+falls back to the
 general path (:func:`~streameval.agents.codec.input_events_one_by_one`) for any message that
 form refuses. Both must give the same events, value and type (an int stays an int, ``-0.0``
 stays ``-0.0``), and the same reasons. The cases that must take the fast path are checked to
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streameval.agents.codec import (
-    _packed_events,
+    _common_events,
     input_events,
     input_events_one_by_one,
 )
@@ -47,7 +48,7 @@ def _same_both_ways(kind: str, raw: bytes) -> bool:
     slow_events, slow_reasons = input_events_one_by_one(kind, raw)
     assert _exact(events) == _exact(slow_events)
     assert reasons == slow_reasons
-    return _packed_events(kind, raw) is not None
+    return _common_events(kind, raw) is not None
 
 
 def _label(**change: Any) -> dict[str, Any]:
@@ -107,7 +108,6 @@ DECLINED = {
         _pack({k: v for k, v in _label().items() if k != "seq"}),
         _pack(_label(), {"stream": "s", "end": True, "ts": 9.0, "seq": 1, "n_events": 1}),
         _pack([_label()]),
-        b'{"stream":"s","id":"1","ts":1,"y":"a","seq":0}',  # one event: not packed
     ],
     "features": [
         _pack(_features(x={"": 1.0})),
@@ -135,6 +135,39 @@ def test_the_common_form_takes_the_fast_path_and_gives_the_same_events(
 )  # fmt: skip
 def test_anything_else_is_left_to_the_general_path(kind: str, raw: bytes) -> None:
     assert not _same_both_ways(kind, raw)
+
+
+def _one(raw: bytes) -> bytes | None:
+    """The event of a packed message of one event, as a message of its own."""
+    items = json.loads(raw)
+    return json.dumps(items[0]).encode() if len(items) == 1 else None
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw"),
+    [(k, _one(r)) for k, raws in TAKEN.items() for r in raws if _one(r)]
+    + [("labels", b'{"stream":"s","id":"1","ts":1,"y":"a","seq":0} \n')],
+)
+def test_one_event_in_the_common_form_takes_the_fast_path(kind: str, raw: bytes) -> None:
+    assert _same_both_ways(kind, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"stream":"s","id":"1","ts":1,"y":"a","seq":0}x',
+        b' {"stream":"s","id":"1","ts":1,"y":"a","seq":0}',  # valid: the general path takes it
+        b'{"stream":"s","id":"\\ud83d","ts":1,"y":"a","seq":0}',
+        b'{"stream":"s","end":true,"ts":9.0,"seq":1,"n_events":1}',  # the end marker
+        json.dumps(_label(seq=-1)).encode(),
+        json.dumps(_label(y=2**63)).encode(),
+        json.dumps(_label(extra=1)).encode(),
+        b'"not an event"',
+        b"{}",
+    ],
+)
+def test_one_event_outside_the_common_form_is_left_to_the_general_path(raw: bytes) -> None:
+    assert not _same_both_ways("labels", raw)
 
 
 def test_too_many_events_are_refused_as_before() -> None:
@@ -203,15 +236,16 @@ def _events(draw: Any, kind: str) -> dict[str, Any]:
 def test_any_packed_message_gives_what_the_general_path_gives(data: Any) -> None:
     kind = data.draw(st.sampled_from(["features", "labels"]))
     items = data.draw(st.lists(_events(kind), max_size=4))
-    text = json.dumps(items, ensure_ascii=data.draw(st.booleans()))  # NaN/Infinity too
+    whole = data.draw(st.booleans()) and len(items) == 1  # one event: a message of its own
+    text = json.dumps(items[0] if whole else items, ensure_ascii=data.draw(st.booleans()))
     _same_both_ways(kind, text.encode("utf-8", "surrogatepass"))
 
 
 def test_the_fast_path_checks_what_the_schema_checks() -> None:
     """Spot checks of the narrow form against the limits the schemas state."""
-    assert _packed_events("labels", _pack(_label(ts=math.pi)))[0].ts == math.pi  # type: ignore[index]
-    assert _packed_events("labels", _pack(_label(ts=1.7976931348623157e308))) is not None
+    assert _common_events("labels", _pack(_label(ts=math.pi)))[0].ts == math.pi  # type: ignore[index]
+    assert _common_events("labels", _pack(_label(ts=1.7976931348623157e308))) is not None
     assert (
-        _packed_events("labels", b'[{"stream":"s","id":"1","ts":-1e309,"y":"a","seq":0}]') is None
+        _common_events("labels", b'[{"stream":"s","id":"1","ts":-1e309,"y":"a","seq":0}]') is None
     )
-    assert _packed_events("predictions", b"[]") is None
+    assert _common_events("predictions", b"[]") is None
