@@ -68,6 +68,11 @@ from streameval.pipeline.references import LabelReferences, References
 from streameval.pipeline.report.curves import CurveRecorder
 from streameval.pipeline.scorecard import Scorecard
 
+#: First predictions that may wait for a batched call (:meth:`Experiment._on_features`).
+#: Without labels (a fill phase) they are made 16 at a time, one call per learner instead
+#: of 16, and the buffer never lacks more than 16 instances' first predictions.
+MAX_DEFERRED = 16
+
 
 @dataclass
 class _Slot:
@@ -245,6 +250,8 @@ class Experiment:
                 self.buffer.record(ev.id, key, ev.ts, y_ref)
         if self._defer_firsts:
             self._deferred[ev.id] = None
+            if len(self._deferred) >= MAX_DEFERRED:  # no label for a while (a fill phase)
+                self._flush_firsts()
             return []
         out: list[Output] = []
         positive = self.config.positive

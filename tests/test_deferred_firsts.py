@@ -19,7 +19,7 @@ import pytest
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import prepare, schedule
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
-from streameval.pipeline.experiment import Experiment
+from streameval.pipeline.experiment import MAX_DEFERRED, Experiment
 from streameval.pipeline.streams.base import Instance
 from streameval.pipeline.streams.delay import InstanceDelay
 from streameval.pipeline.streams.schedule import replay_schedule
@@ -41,7 +41,7 @@ def _same_run(config: ExperimentConfig, events: list[InputEvent]) -> dict[str, A
     for ev in events:
         assert deferred.process(ev) == each.process(ev)
         waited = max(waited, len(deferred._deferred))
-    assert waited > 0  # some first prediction did wait
+    assert 0 < waited < MAX_DEFERRED  # some waited; never more than the bound
     got, want = deferred.results(), each.results()
     got.pop("runtime", None)
     want.pop("runtime", None)
@@ -175,3 +175,14 @@ def test_first_predictions_wait_only_when_nothing_needs_them(kw: dict, emit: boo
     assert not exp._defer_firsts
     exp.process(FeatureEvent("s", "a", 0.0, {"a": 1.0}, 0))
     assert not exp._deferred and "nb" in exp.buffer.get("a").history
+
+
+def test_without_labels_first_predictions_are_made_every_max_deferred_arrivals() -> None:
+    config = ExperimentConfig("s", ["nb", "ht"], reeval_k=3)
+    exp = Experiment(config)
+    n = 2 * MAX_DEFERRED + MAX_DEFERRED // 2
+    for i in range(n):
+        exp.process(FeatureEvent("s", str(i), float(i), {"a": float(i)}, i))
+    made = [uid for uid in map(str, range(n)) if "nb" in exp.buffer.get(uid).history]
+    assert made == [str(i) for i in range(2 * MAX_DEFERRED)]
+    assert list(exp._deferred) == [str(i) for i in range(2 * MAX_DEFERRED, n)]
