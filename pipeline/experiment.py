@@ -7,7 +7,9 @@ protocol of continuous re-evaluation
 (``delayed-labelling-continuous-reevaluation.txt``, Algorithm 1):
 
 * features of a new instance arrive: the instance joins the pending buffer
-  and every learner makes its *first* prediction (bin 0);
+  and every learner makes its *first* prediction (bin 0) -- with re-evaluation, and
+  unless prediction events or AUC scores need it at once, in the next batched call
+  (no learner learns before it, so the prediction is the same);
 * the label of a pending instance arrives: every learner makes its
   *test-then-train* prediction (bin B+1); the instance is scored -- the
   whole-stream metrics score the first prediction, the binned metrics score
