@@ -237,14 +237,12 @@ class Experiment:
             return []
         at = self.context.arrive()
         self.n_instances += 1
-        cap = self.buffer.cap
-        if self._deferred and cap is not None and len(self.buffer) >= cap:
-            self._flush_firsts()  # the instance evicted may be one of them
         evicted = self.buffer.add(
             ev.id, at=at, ts=ev.ts, x=ev.x, labels_seen=self.n_labelled, nbytes=nbytes
         )
         if evicted is not None:  # its label may never come: drop what we kept beside it
             self._first_scores.pop(evicted.uid, None)
+            self._deferred.pop(evicted.uid, None)
             self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
         if self.classification:

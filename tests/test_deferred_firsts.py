@@ -5,8 +5,9 @@ prediction events and keeps no AUC makes the learners' first predictions in the 
 round's batched call instead of one call per instance at the features. Nothing learns in
 between, so every number must be the same as with one call per instance: the whole
 results document (every bin, counter and indicator) and every output, whatever comes
-between the features and that call (a feature update, an eviction, the instance's own
-label, a pickle, a request for results, the end of the stream).
+between the features and that call (a feature update, the instance's own label, a
+pickle, a request for results, the end of the stream), and an instance evicted while it
+waits needs none.
 """
 
 from __future__ import annotations
@@ -83,8 +84,7 @@ def test_covtype_prefix_same_results(data_dir: Path) -> None:
     config = ExperimentConfig(
         "c", LEARNERS, dataset="covtype", limit=1500, delay="200", reeval_k=10, bins=8
     )
-    _, config = prepare(config, data_dir)
-    dataset, _ = prepare(config, data_dir)
+    dataset, config = prepare(config, data_dir)
     res = _same_run(config, list(schedule(config, dataset)))
     assert res["overhead"]["n_repredictions"] > 10_000
 

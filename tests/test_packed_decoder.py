@@ -2,11 +2,10 @@
 
 :func:`~streameval.agents.codec.input_events` decodes a features or labels message, packed
 or of one event, with the narrow ``msgspec`` form of :mod:`streameval.schemas.packed` and
-falls back to the
-general path (:func:`~streameval.agents.codec.input_events_one_by_one`) for any message that
-form refuses. Both must give the same events, value and type (an int stays an int, ``-0.0``
-stays ``-0.0``), and the same reasons. The cases that must take the fast path are checked to
-take it, so that agreement is not won by always falling back.
+falls back to the general path (:func:`~streameval.agents.codec.input_events_one_by_one`)
+for any message that form refuses. Both must give the same events, value and type (an int
+stays an int, ``-0.0`` stays ``-0.0``), and the same reasons. The cases that must take the
+fast path are checked to take it, so that agreement is not won by always falling back.
 """
 
 from __future__ import annotations
