@@ -59,7 +59,8 @@ class LearnerCalls:
                     out = list(labels(xs, at=ats))
                 else:
                     out = [argmax(p) for p in learner.predict_proba_many(xs, at=ats)]
-                return list(map(self.protocol.cold_start, out))
+                # cold start stands in for None only: a round of trained answers is as is
+                return list(map(self.protocol.cold_start, out)) if None in out else out
             return list(learner.predict_many(xs, at=ats))
         except Exception as exc:
             raise self.failed(learner, ats[0] if ats else -1, "re-predict", exc) from exc

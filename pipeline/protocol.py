@@ -60,7 +60,8 @@ class Protocol:
     compact = True  # a history may keep only the changes of label
 
     def cold_start(self, y_pred: Any) -> Any:
-        """The prediction an untrained learner's answer ``y_pred`` stands for."""
+        """The prediction an untrained learner's answer ``y_pred`` stands for (``None``, no
+        prediction, is the only answer a protocol may replace)."""
         return y_pred
 
     def middle_bins(self, history: History, t_start: float, t_end: float, n_bins: int) -> list:

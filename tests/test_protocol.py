@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streameval.pipeline.calls import LearnerCalls
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate, evaluate_config
 from streameval.pipeline.learners.baselines import Majority, NoChange
+from streameval.pipeline.protocol import protocol_of
 from streameval.pipeline.streams.datasets import load
 
 WINDOW = 1000
@@ -188,6 +190,26 @@ def test_moa_cold_start_predicts_class_index_zero() -> None:
     assert papers["learners"]["nc"]["accuracy"] == 0.0  # features first: None three times
     with pytest.raises(ValueError, match="class order"):
         evaluate(stream, {"nc": NoChange()}, protocol="moa", **kw)
+
+
+def test_a_round_replaces_only_the_untrained_answers() -> None:
+    """A batched round keeps every answer but ``None``: under ``moa`` that one becomes the
+    first class of the order, under the papers' protocol it stays no prediction."""
+
+    class Answers:
+        def __init__(self, labels: list[Any]) -> None:
+            self.labels = labels
+
+        def predict_labels_many(self, xs: list, at: list[int]) -> list[Any]:
+            return list(self.labels)
+
+    def round_of(protocol: str, labels: list[Any]) -> list[Any]:
+        calls = LearnerCalls(protocol_of(protocol, ["b", "a"]), classification=True, slots=[])
+        return calls.predict_many(Answers(labels), [{}] * len(labels), list(range(len(labels))))
+
+    assert round_of("moa", [None, "a", None, "b"]) == ["b", "a", "b", "b"]
+    assert round_of("papers", [None, "a", None, "b"]) == [None, "a", None, "b"]
+    assert round_of("moa", ["a", "a"]) == ["a", "a"]
 
 
 def test_stop_at_labels_keeps_the_full_waits(data_dir: Path) -> None:

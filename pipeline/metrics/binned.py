@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -95,14 +96,15 @@ class BinnedConfusion:
         nb = self.n_bins
         if not len(preds) == len(per_refs) == len(maj_refs) == nb:
             raise ValueError(f"expected {nb} predictions and references per update")
-        labels = [*preds, *per_refs, *maj_refs]
+        labels = chain(preds, per_refs, maj_refs)
         index = self._index
         try:
-            codes = list(map(index.__getitem__, labels))
-        except KeyError:
-            codes = [self._column(label) for label in labels]
+            code = np.fromiter(map(index.__getitem__, labels), dtype=np.intp, count=3 * nb)
+        except KeyError:  # a label never seen: give it a column
+            labels = chain(preds, per_refs, maj_refs)
+            code = np.fromiter(map(self._column, labels), dtype=np.intp, count=3 * nb)
         yi = index.get(y_true) or self._column(y_true)
-        code = np.array(codes, dtype=np.intp).reshape(3, nb)
+        code = code.reshape(3, nb)
         return yi, code[0], code == yi
 
     def update(self, coded: Coded, w: float = 1.0) -> None:
