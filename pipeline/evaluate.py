@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streameval.pipeline import columnar
+from streameval.pipeline import columnar, split
 from streameval.pipeline.config import ExperimentConfig, Task, auto_snapshot_every
 from streameval.pipeline.events import InputEvent, Output
 from streameval.pipeline.experiment import Experiment
@@ -105,23 +105,50 @@ def evaluate_config(
     progress: bool = False,
     on_output: Callable[[Output], None] | None = None,
     allow_import: bool = False,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Run ``config`` (a dataset spec and learner specs) in-process; its results document.
 
     ``on_output`` receives every output event (predictions only if the
     callback is given). ``runtime`` (wall time, rate) is added to the document
     under its own key; it is the only part that differs between two runs.
+    ``jobs=2`` runs a re-evaluation on two processes (:mod:`streameval.pipeline.split`:
+    the same results), ``1`` on one; ``None`` splits when the machine has two CPUs
+    and the run can.
     """
     dataset, config = prepare(config, data_dir)
     total = expected_events(config, dataset)
-    if columnar.supports(config):
+    splits = _splits(config, jobs)
+    if not splits and columnar.supports(config):
         return columnar.evaluate_columnar(
             config, dataset, total, progress, on_output=on_output, allow_import=allow_import
         )
-    experiment = Experiment(
-        config, emit_predictions=on_output is not None, allow_import=allow_import
-    )
-    return drive(experiment, schedule(config, dataset), total, progress, on_output)
+    emit = on_output is not None
+    if not splits:
+        experiment = Experiment(config, emit_predictions=emit, allow_import=allow_import)
+        return drive(experiment, schedule(config, dataset), total, progress, on_output)
+    with split.helper_process(
+        config, dataset, emit_predictions=emit, allow_import=allow_import
+    ) as answers:
+        experiment = Experiment(config, emit_predictions=emit, allow_import=allow_import)
+        split.offload(experiment, answers)
+        results = drive(experiment, schedule(config, dataset), total, progress, on_output)
+        helper = answers.close()
+    results["runtime"]["processes"] = 2
+    results["runtime"]["helper"] = helper
+    return results
+
+
+def _splits(config: ExperimentConfig, jobs: int | None) -> bool:
+    """Whether to run ``config`` on two processes (``jobs`` as :func:`evaluate_config`)."""
+    if jobs not in (None, 1, 2):
+        raise ValueError(f"jobs must be 1 or 2 (or None: as the machine allows), not {jobs!r}")
+    if jobs == 1 or (jobs is None and split.cores() < 2):
+        return False
+    why = split.why_not_split(config)
+    if why is not None and jobs == 2:
+        raise ValueError(f"jobs=2: {why}")
+    return why is None
 
 
 #: Events between two updates of the progress (each reads the experiment's counts).

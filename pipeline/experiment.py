@@ -120,9 +120,16 @@ class Experiment:
         learners: Mapping[str, Any] | None = None,
         emit_predictions: bool = False,
         allow_import: bool = False,
+        scoring: bool = True,
     ) -> None:
+        if not scoring and config.drift_reset:
+            raise ValueError("a drift reset needs the scores: an experiment that resets scores")
         self.config = config
         self.emit_predictions = emit_predictions
+        # Without scoring the experiment makes its learners' calls and learns, nothing
+        # else: no reference, record, score, comparison or diagnostic (a split run's
+        # helper, streameval.pipeline.split). Its calls are those of a scoring one.
+        self.scoring = scoring
         self.classification = config.task == "classification"
         self.n_bins = config.bins
         self.context = StreamContext()
@@ -245,7 +252,7 @@ class Experiment:
             self._deferred.pop(evicted.uid, None)
             self._updated.discard(evicted.uid)
         self.max_pending = max(self.max_pending, len(self.buffer))
-        if self.classification:
+        if self.classification and self.scoring:
             for key, y_ref in self.references.predict(ev.x).items():
                 self.buffer.record(ev.id, key, ev.ts, y_ref)
         if self._defer_firsts:
@@ -258,6 +265,8 @@ class Experiment:
         scores: list[float] = []
         for slot in self.slots:
             y_pred, proba = self.calls.predict(slot.learner, ev.x, at)
+            if not self.scoring:
+                continue
             self.buffer.record(ev.id, slot.name, ev.ts, y_pred)
             if slot.card.auc:
                 scores.append(positive_score(proba, positive))
@@ -287,7 +296,7 @@ class Experiment:
         unchanged = inst.labels_seen == self.n_labelled - 1 and not updated
         self.rounds.start_label()
         refs = LabelReferences()
-        if self.classification:
+        if self.classification and self.scoring:
             rounds = self.rounds if self.config.reeval else None
             refs = self.references.at_label(inst, y, ev.ts, rounds, unchanged)
         due: list[Any] = []
@@ -304,14 +313,18 @@ class Experiment:
             )
             if firsts:
                 self._record_firsts(firsts, [p[len(due) : len(due) + len(firsts)] for p in batched])
-        out = self._score(inst, y, ev, refs, scores, unchanged, batched)
-        if self.config.reeval:
-            out.extend(self._repredict(ev.ts, due, batched))
+        out: list[Output] = []
+        if self.scoring:
+            out = self._score(inst, y, ev, refs, scores, unchanged, batched)
+            if self.config.reeval:
+                out.extend(self._repredict(ev.ts, due, batched))
         self._learn(inst, y)
         if self.config.drift_reset:
             self._reset_alarmed()
         every = self.config.snapshot_every
-        if every and self.n_labelled % every == 0:
+        if every and self.n_labelled % every == 0 and not self.scoring:
+            self._flush_firsts()  # where a snapshot would make them
+        elif every and self.n_labelled % every == 0:
             snapshots = self.snapshots("periodic")
             self.curves.extend(snapshots)
             out.extend(snapshots)
@@ -338,6 +351,8 @@ class Experiment:
 
     def _record_firsts(self, firsts: list[Any], predictions: list[list[Any]]) -> None:
         """Record each learner's first predictions of ``firsts``, at their arrival times."""
+        if not self.scoring:
+            return
         for slot, preds in zip(self.slots, predictions, strict=True):
             for inst, y_pred in zip(firsts, preds, strict=True):
                 self.buffer.record(inst.uid, slot.name, inst.ts, y_pred)
@@ -428,13 +443,13 @@ class Experiment:
                 slot.learner.learn_one(inst.x, y, at=inst.at)
             except Exception as exc:
                 raise LearnerFailed(slot.name, inst.at, "learn", exc) from exc
-        if self.classification:
+        if self.classification and self.scoring:
             self.references.learn(inst.x, y)
         self.context.receive(inst.at, y)
         if self.n_labelled % 1024 == 0:
             oldest = self.buffer.oldest()
             self.context.forget_before((oldest.at if oldest else inst.at) - self._lags)
-        if self._in_order is not None:  # the diagnostics read the labels in instance order
+        if self._in_order is not None and self.scoring:  # the labels in instance order
             self._in_order.push(inst.at, str(y))
 
     def _reset_alarmed(self) -> None:
@@ -471,6 +486,10 @@ class Experiment:
 
     def _on_end(self, ev: EndOfStream) -> list[Output]:
         self.last_ts = max(self.last_ts, ev.ts)
+        if not self.scoring:
+            self._flush_firsts()  # where the final snapshot would make them
+            self.ended = True
+            return []
         if self._in_order is not None:
             self._in_order.flush()
         self.counters["never_labelled"] = len(self.buffer)
@@ -499,6 +518,7 @@ class Experiment:
     def __setstate__(self, state: dict[str, Any]) -> None:
         state.setdefault("_defer_firsts", False)  # a checkpoint from before deferral
         state.setdefault("_deferred", {})
+        state.setdefault("scoring", True)
         self.__dict__.update(state)
 
 

@@ -164,7 +164,14 @@ def test_submit_lists_only_the_options_it_uses() -> None:
     commands = subcommands(build_parser())
     submit = {o for a in commands["submit"]._actions for o in a.option_strings}
     evaluate = {o for a in commands["evaluate"]._actions for o in a.option_strings}
-    assert evaluate - submit == {"--json", "--plot", "--report", "--no-progress", "--allow-import"}
+    assert evaluate - submit == {
+        "--json",
+        "--plot",
+        "--report",
+        "--no-progress",
+        "--allow-import",
+        "--jobs",
+    }
     assert {"--learner", "--reeval-k", "--snapshot-every", "--broker-timeout"} <= submit
 
 

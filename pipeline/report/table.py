@@ -206,6 +206,17 @@ def results_text(results: dict[str, Any]) -> str:
     if runtime:
         lines.append(
             f"\n{runtime.get('events', 0):,} events in {runtime.get('seconds')} s "
-            f"({runtime.get('events_per_s')} events/s, driver {runtime.get('driver')})"
+            f"({runtime.get('events_per_s')} events/s, driver {runtime.get('driver')}"
+            + _helper_note(runtime.get("helper"))
+            + ")"
         )
     return "\n".join(lines)
+
+
+def _helper_note(helper: dict | None) -> str:
+    """How a split run used its second process (:mod:`streameval.pipeline.split`)."""
+    if not helper:
+        return ""
+    return (
+        f"; {', '.join(helper['learners'])} in a second process, {helper['cpu_seconds']:.1f} s CPU"
+    )

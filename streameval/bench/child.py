@@ -44,7 +44,8 @@ def child_main() -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     job = json.loads(sys.stdin.read())
     out = CHILDREN[job["kind"]](job)
-    out["peak_rss_bytes"] = self_peak_rss()
+    # a split run's second process adds its own peak: the two summed, shared pages twice
+    out["peak_rss_bytes"] = self_peak_rss() + out.pop("helper_peak_rss_bytes", 0)
     sys.stdout.write(CHILD_TAG + json.dumps(out) + "\n")
     sys.stdout.flush()
     return 0

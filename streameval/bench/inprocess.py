@@ -28,9 +28,12 @@ def child_evaluate(job: dict[str, Any]) -> dict[str, Any]:
     start, cpu = time.perf_counter(), time.process_time()
     results = profiled(job, lambda: evaluate_config(config, data_dir=job.get("data_dir")))
     seconds = time.perf_counter() - start
+    helper = results["runtime"].get("helper") or {}  # a split run's second process
     return {
         "seconds": seconds,
-        "cpu_seconds": time.process_time() - cpu,
+        "cpu_seconds": time.process_time() - cpu + helper.get("cpu_seconds", 0.0),
+        "helper_peak_rss_bytes": helper.get("peak_rss_bytes", 0),
+        "processes": results["runtime"].get("processes", 1),
         "loop_seconds": results["runtime"]["seconds"],
         "events": results["runtime"]["events"],
         "n_instances": results["n_instances"],

@@ -44,6 +44,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         progress=not args.no_progress,
         allow_import=args.allow_import,
+        jobs=args.jobs,
     )
     print_results(results)
     write_outputs(results, args)
@@ -92,6 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="let learner specs import any class: import[path=package.module.Class] "
         "(local runs only; the Kafka worker never allows it)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="processes for a run with --reeval-k: 2 moves the later half of the model "
+        "learners to a second process (the same results, in less time), 1 keeps one "
+        "(default: 2 when this machine gives the process two CPUs)",
     )
     p.set_defaults(handler=cmd_evaluate)
 
