@@ -34,7 +34,6 @@ ahead of the main process by up to the pipe's capacity; a failure in the helper
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import multiprocessing
 import os
 import pickle
@@ -247,7 +246,9 @@ def _rebuilt(parts: tuple[Any, ...]) -> BaseException:
 
 
 def _widen(conn: Connection) -> None:
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(ImportError, OSError):  # elsewhere than Linux: as it is
+        import fcntl
+
         fcntl.fcntl(conn.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)
 
 
