@@ -123,7 +123,7 @@ class Experiment:
         scoring: bool = True,
     ) -> None:
         if not scoring and config.drift_reset:
-            raise ValueError("a drift reset needs the scores: an experiment that resets scores")
+            raise ValueError("an experiment without scoring cannot reset learners on drift")
         self.config = config
         self.emit_predictions = emit_predictions
         # Without scoring the experiment makes its learners' calls and learns, nothing
@@ -322,12 +322,13 @@ class Experiment:
         if self.config.drift_reset:
             self._reset_alarmed()
         every = self.config.snapshot_every
-        if every and self.n_labelled % every == 0 and not self.scoring:
-            self._flush_firsts()  # where a snapshot would make them
-        elif every and self.n_labelled % every == 0:
-            snapshots = self.snapshots("periodic")
-            self.curves.extend(snapshots)
-            out.extend(snapshots)
+        if every and self.n_labelled % every == 0:
+            if self.scoring:
+                snapshots = self.snapshots("periodic")
+                self.curves.extend(snapshots)
+                out.extend(snapshots)
+            else:
+                self._flush_firsts()  # where the snapshot would make them
         return out
 
     def _take_deferred(self) -> list[Any]:

@@ -150,7 +150,7 @@ def test_an_experiment_without_scoring_makes_the_same_calls(
     scored = [e.slots[0].card.n_scored for e in experiments.values()]
     assert scored == [experiments[True].n_labelled, 0]
     assert experiments[True].max_held > 0 and experiments[False].max_held == 0
-    with pytest.raises(ValueError, match="a drift reset needs the scores"):
+    with pytest.raises(ValueError, match="without scoring cannot reset learners on drift"):
         Experiment(ExperimentConfig("s", ["nb"], drift_reset=True), scoring=False)
 
 
