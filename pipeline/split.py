@@ -187,6 +187,8 @@ class Answers:
     def next(self, kind: str, n: int) -> Any:
         """The next answer, which must be of ``kind`` and for ``n`` instances."""
         while not self.queue:
+            if self.stats is not None:
+                raise RuntimeError("the helper process finished before the main process")
             self._receive()
         got, answer = self.queue.popleft()
         size = 1 if got == "one" else len(answer)
@@ -197,28 +199,23 @@ class Answers:
             )
         return answer
 
+    def close(self) -> dict[str, Any]:
+        """Read the helper's end; its CPU time and peak memory."""
+        while self.stats is None:
+            if self.queue:
+                raise RuntimeError("the helper process gave more answers than were asked")
+            self._receive()
+        return self.stats
+
     def _receive(self) -> None:
+        """One message: answers join the queue, a failure is raised, the end's stats kept."""
         kind, payload = self._message()
         if kind == "answers":
             self.queue.extend(payload)
         elif kind == "failed":
             raise _rebuilt(payload)
         else:
-            raise RuntimeError("the helper process finished before the main process")
-
-    def close(self) -> dict[str, Any]:
-        """Read the helper's end; its CPU time and peak memory."""
-        while self.stats is None:
-            if self.queue:
-                raise RuntimeError("the helper process gave more answers than were asked")
-            kind, payload = self._message()
-            if kind == "answers":
-                self.queue.extend(payload)
-            elif kind == "failed":
-                raise _rebuilt(payload)
-            else:
-                self.stats = payload
-        return self.stats
+            self.stats = payload
 
     def _message(self) -> tuple[str, Any]:
         try:

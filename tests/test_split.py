@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 import subprocess
 import sys
+from multiprocessing.context import ForkProcess
 from pathlib import Path
 from typing import Any
 
@@ -104,10 +106,20 @@ def test_a_learner_failing_in_the_helper_fails_the_run_as_in_one_process() -> No
     )
 
 
-def test_the_helper_is_stopped_when_the_main_process_fails() -> None:
+def test_the_helper_is_stopped_when_the_main_process_fails(monkeypatch) -> None:
+    """The main process fails early in a long run: its helper is killed (not left to run
+    the stream to its end) and reaped."""
     config = ExperimentConfig.from_dict(
-        {**BASE, "dataset": "sea[n=3000]", "learners": ["nochange", "ht"]}
+        {**BASE, "dataset": "sea[n=100000]", "learners": ["nochange", "ht"]}
     )
+    started: list[Any] = []
+    start = ForkProcess.start
+
+    def remember(process: Any) -> None:
+        started.append(process)
+        start(process)
+
+    monkeypatch.setattr(ForkProcess, "start", remember)
     seen: list[Any] = []
 
     def stop(out: Any) -> None:
@@ -115,12 +127,11 @@ def test_the_helper_is_stopped_when_the_main_process_fails() -> None:
         if len(seen) == 2000:
             raise KeyboardInterrupt
 
-    if multiprocessing.get_start_method(allow_none=True) not in (None, "fork"):
-        pytest.skip("the split run forks")
-    helpers_before = set(multiprocessing.active_children())
+    children_before = set(multiprocessing.active_children())
     with pytest.raises(KeyboardInterrupt):
         evaluate_config(config, on_output=stop, jobs=2)
-    assert set(multiprocessing.active_children()) == helpers_before
+    assert [p.exitcode for p in started] == [-signal.SIGKILL]
+    assert set(multiprocessing.active_children()) == children_before
 
 
 @pytest.mark.parametrize(
