@@ -113,6 +113,25 @@ def encode(message: dict[str, Any] | list[Any]) -> bytes:
         return _dumps(clean(message))
 
 
+#: The encoder of input events: one msgspec call, several times faster than ``json.dumps``
+#: (the replay's main cost). Its numbers read back as the same floats; the text of some
+#: differs (``1e-05`` is ``0.00001``).
+_INPUT_ENCODER = msgspec.json.Encoder(enc_hook=_plain)
+
+
+def encode_input(message: dict[str, Any]) -> bytes:
+    """:func:`encode` of an input event's wire dict, which holds no NaN or infinity
+    (:func:`feature_message` and :func:`label_message` leave none in it).
+
+    >>> encode_input({"stream": "s", "id": "1", "ts": 0.0, "x": {"a": 1e-05}, "seq": 2})
+    b'{"stream":"s","id":"1","ts":0.0,"x":{"a":0.00001},"seq":2}'
+    """
+    try:
+        return _INPUT_ENCODER.encode(message)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return encode(message)  # what msgspec cannot write (an int beyond 64 bits) or the error
+
+
 # -- in -----------------------------------------------------------------------------------------
 
 
@@ -384,6 +403,21 @@ def end_message(event: EndOfStream) -> dict[str, Any]:
     }
 
 
+def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
+    """``event``'s message as :func:`feature_message` or :func:`label_message` then
+    :func:`encode_input` write it, when they would change nothing in it, else ``None``.
+
+    msgspec writes a NaN, an infinity and ``None`` as ``null``: a text without ``null``
+    had none of them, and nothing to leave out or refuse (one with ``null`` inside a string
+    goes the long way too).
+    """
+    try:
+        raw = _INPUT_ENCODER.encode(event.to_dict())
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+        return None
+    return None if b"null" in raw else raw
+
+
 def input_message(event: InputEvent) -> tuple[tuple[str, ...], bytes]:
     """The topic kinds an input event goes to, and its encoded message.
 
@@ -391,9 +425,9 @@ def input_message(event: InputEvent) -> tuple[tuple[str, ...], bytes]:
     (('features', 'labels'), b'{"stream":"s","end":true,"ts":9.0,"seq":4,"n_events":4}')
     """
     if isinstance(event, FeatureEvent):
-        return ("features",), encode(feature_message(event))
+        return ("features",), _written(event) or encode_input(feature_message(event))
     if isinstance(event, LabelEvent):
-        return ("labels",), encode(label_message(event))
+        return ("labels",), _written(event) or encode_input(label_message(event))
     if isinstance(event, EndOfStream):
         return ("features", "labels"), encode(end_message(event))
     raise TypeError(f"not an input event: {event!r}")

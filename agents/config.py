@@ -50,6 +50,10 @@ from typing import Any
 DEFAULT_TOPIC_PREFIX = "streameval."
 DEFAULT_PARTITIONS = 4
 SECRET_MASK = "***"
+#: The fetch settings of a consumer that waits for what is produced while it waits (``run``'s
+#: inline consumer, its results waiter): an empty partition answers within 50 ms, not
+#: librdkafka's default 500, so a message is read at most ~50 ms after it was produced.
+FETCH_SETTINGS = {"fetch.wait.max.ms": 50, "fetch.error.backoff.ms": 50}
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")

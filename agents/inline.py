@@ -35,16 +35,13 @@ from typing import Any
 
 from streameval.agents.codec import StreamFailed, failure_text
 from streameval.agents.collection import collecting_less
-from streameval.agents.config import KafkaSettings
-from streameval.agents.publish import watched_producer
+from streameval.agents.config import FETCH_SETTINGS, KafkaSettings
+from streameval.agents.publish import METADATA_TIMEOUT, watched_producer
 from streameval.agents.topics import INPUT_KINDS, TopicNames
 from streameval.agents.worker import StreamWorker
 
 #: Messages taken from the consumer per call (its fetches are larger anyway).
 BATCH = 1000
-#: The inline consumer's fetch settings: an empty partition answers within 50 ms, not
-#: librdkafka's default 500 (the bench's raw reference reads with the same ones).
-FETCH_SETTINGS = {"fetch.wait.max.ms": 50, "fetch.error.backoff.ms": 50}
 #: Seconds between two housekeeping ticks of the worker (idle release, producer callbacks).
 TICK = 1.0
 
@@ -103,7 +100,11 @@ def consume_stream(
         }
     )
     key = stream.encode("utf-8")
-    worker.publisher.know_topics(("metrics",))  # the results go out as soon as they are made
+    # the results go out as soon as they are made; the metadata comes while the stream is read
+    knowing = threading.Thread(
+        target=worker.publisher.know_topics, args=(("metrics",),), name="streameval-metadata"
+    )
+    knowing.start()
     try:
         with collecting_less():  # see streameval.agents.collection
             consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in start.items()])
@@ -133,6 +134,7 @@ def consume_stream(
                     raise TimeoutError(f"no results for stream {stream!r} within {timeout:.0f} s")
             worker.publisher.confirm(30.0)
     finally:
+        knowing.join(METADATA_TIMEOUT)  # as long as know_topics may wait for the broker
         consumer.close()
 
 
@@ -254,6 +256,7 @@ def evaluate_inline(
     )
 
     def produce(stop: threading.Event) -> Any:
+        waiting.result()  # it reads from the metrics topic's end: there before the experiment
         if replayer is not None:
             return replayer.produce(settings, bar.replay_counter(), stop)
         # the definition and the events at once (each producer's start costs ~0.5 s on
@@ -268,14 +271,17 @@ def evaluate_inline(
         return stats
 
     start = time.perf_counter()
-    waiter = ResultsWaiter(settings, config.stream)  # before the experiment exists
     follower = RunnerFollower(bar, config.stream)
-    try:
-        stats = run_inline(
-            settings, config.stream, produce, timeout=timeout, predictions=predictions,
-            broker_timeout=broker_timeout, on_message=follower.seen,
-        )  # fmt: skip
-    finally:
-        follower.stop()
+    # the waiter's consumer finds the metrics topic's end while run_inline reads the input
+    # topics' ends (two round trips to the broker at once)
+    with ThreadPoolExecutor(1, thread_name_prefix="streameval-waiter") as pool:
+        waiting = pool.submit(ResultsWaiter, settings, config.stream)
+        try:
+            stats = run_inline(
+                settings, config.stream, produce, timeout=timeout, predictions=predictions,
+                broker_timeout=broker_timeout, on_message=follower.seen,
+            )  # fmt: skip
+        finally:
+            follower.stop()
     # the results are on the metrics topic once run_inline has returned
-    return waiter.wait(timeout, alive=lambda: True), stats, start
+    return waiting.result().wait(timeout, alive=lambda: True), stats, start

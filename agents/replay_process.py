@@ -10,8 +10,11 @@ lock can hang. A process with any thread but its main one is therefore not forke
 (:func:`can_fork`): ``run`` then replays in a thread.
 
 The child makes its producer at once when the broker's address is already known (a
-configured cluster): an idempotent producer's first delivery waits 0.5-1 s for its producer
-id, and that wait then overlaps the run's own set-up. It produces nothing before the run
+configured cluster), else as soon as the run tells it the address of the broker it started
+(:meth:`ReplayProcess.connect`): an idempotent producer that is given a message before it
+has its producer id delivers it 0.5-1 s later, one given its first message 0.1-0.3 s after
+it was made delivers at once (on the embedded broker), so the wait overlaps the run's own
+set-up. It produces nothing before the run
 says that the topics exist and that their start offsets were read (:meth:`ReplayProcess.produce`
 sends it ``go``); then the experiment's definition, then the replay, with that one producer.
 It reports its progress (events produced), then its
@@ -41,10 +44,16 @@ STOP_GRACE = 10.0
 
 def can_fork() -> bool:
     """Whether this process may fork a replay now: it has ``fork``, no Python thread but
-    the main one, and no native thread of another name than the process's (Linux lists
-    them in ``/proc``: librdkafka's are ``rdk:...``, a JVM's have their own names; numpy's
-    OpenBLAS pool keeps the process's name and stops itself around a fork)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
+    the main one and those marked ``fork_safe`` (they hold no lock a child could need: the
+    command line's reader of librdkafka's stderr, :class:`~streameval.cli.errors.QuietLibrdkafka`),
+    and no native thread of another name than the process's (Linux lists them in ``/proc``:
+    librdkafka's are ``rdk:...``, a JVM's have their own names; numpy's OpenBLAS pool keeps
+    the process's name and stops itself around a fork)."""
+    main = threading.main_thread()
+    others = [t for t in threading.enumerate() if t is not main]
+    if not hasattr(os, "fork") or any(not getattr(t, "fork_safe", False) for t in others):
+        return False
+    if threading.current_thread() is not main:
         return False
     try:
         with open("/proc/self/comm") as f:
@@ -84,6 +93,11 @@ class ReplayProcess:
             warnings.filterwarnings("ignore", "This process .* is multi-threaded")
             self.process.start()
         child.close()
+
+    def connect(self, settings: KafkaSettings) -> None:
+        """Tell the child the broker's address as soon as it is known (an embedded broker's):
+        it makes its producer then, so that the producer id is there by the first event."""
+        self._conn.send(("broker", settings))
 
     def produce(self, settings: KafkaSettings, progress: Any, stop: threading.Event) -> Any:
         """Let the child produce to ``settings``' topics; return its replay's stats.
@@ -163,6 +177,11 @@ def _child(
     try:
         producer = _producer(settings) if settings.bootstrap_servers else None
         message = conn.recv()
+        if message[0] == "broker":  # the embedded broker is up: its address, before "go"
+            if producer is None:
+                producer = _producer(message[1])
+                settings = message[1]
+            message = conn.recv()
         if message[0] != "go":
             return
         if producer is None or message[1].confluent_config() != settings.confluent_config():

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streameval.agents.config import KafkaSettings
+from streameval.agents.config import FETCH_SETTINGS, KafkaSettings
 from streameval.pipeline.labels_progress import LabelProgress
 
 RESULTS_TIMEOUT = 600.0
@@ -118,6 +118,7 @@ class ResultsWaiter:
                 "group.id": f"streameval-run-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                **FETCH_SETTINGS,  # the results are read as soon as they are out
             }
         )
         meta = self.consumer.list_topics(topic, timeout=10)
@@ -359,14 +360,17 @@ def run_through_kafka(
     from streameval.pipeline.evaluate import prepare
 
     dataset, config = prepare(config, data_dir)  # fails early on a missing dataset (~10 ms)
+    # refused before anything starts; the replay's child, forked next, finds the check loaded
+    experiment_message(config)
     bar = run_progress(config, dataset, progress)
     embedded = settings.embedded
     # forked now, before this process has a Kafka client (the broker's probe is one)
     replayer = replay_process(config, settings, data_dir, speed, pack) if inline else None
     try:
-        experiment_message(config)  # refused before anything starts (and the check is ready)
         with broker_for(settings) as bootstrap:
             settings = settings.with_bootstrap(bootstrap)
+            if replayer is not None and embedded:
+                replayer.connect(settings)  # its producer starts while the topics are made
             if on_broker is not None:
                 on_broker(bootstrap, embedded)
             ensure_topics(

@@ -52,7 +52,13 @@ import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
+from streameval.pipeline.events import (
+    EndOfStream,
+    FeatureEvent,
+    LabelEvent,
+    new_features,
+    new_label,
+)
 from streameval.pipeline.streams.base import Instance, Target
 from streameval.pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
 
@@ -73,10 +79,10 @@ def replay_schedule(
     for step in schedule_steps(instances, delay, labels_first=labels_first):
         if step[0] == FEATURES:
             inst, last_ts = step[1], step[2]
-            yield FeatureEvent(stream, inst.id, last_ts, inst.x, seq)
+            yield new_features(stream, inst.id, last_ts, inst.x, seq)
         else:
             last_ts = step[2]
-            yield LabelEvent(stream, step[1], last_ts, step[3], seq)
+            yield new_label(stream, step[1], last_ts, step[3], seq)
         seq += 1
     yield EndOfStream(stream, last_ts, seq, seq)
 

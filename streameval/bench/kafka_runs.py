@@ -99,7 +99,7 @@ def consume_decode(settings: Any, topics: list[str], n_messages: int) -> tuple[f
     decoded, and the events decoded."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from streameval.agents.inline import FETCH_SETTINGS
+    from streameval.agents.config import FETCH_SETTINGS
 
     consumer = Consumer(
         {

@@ -100,6 +100,9 @@ class QuietLibrdkafka:
         os.close(write_end)
         self._read_end = read_end
         self._reader = threading.Thread(target=self._forward, name="streameval-stderr", daemon=True)
+        # it only reads a pipe and writes a descriptor, holding no lock: a replay's child
+        # may be forked beside it (streameval.agents.replay_process.can_fork)
+        self._reader.fork_safe = True  # type: ignore[attr-defined]
         self._reader.start()
         raw = open(self._saved, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         self._streams = (sys.stderr, sys.__stderr__)
