@@ -2,12 +2,12 @@
 
 ``streameval run`` evaluates its stream in its own process (:mod:`streameval.agents.inline`)
 while the replay produces it. The replay is Python work too -- reading the CSV, building the
-events, encoding their JSON: over a second of CPU for Electricity -- and in a thread it holds
-the interpreter lock the evaluation needs. :class:`ReplayProcess` runs it in a child process
+events, encoding their JSON: 0.4 s of CPU for Electricity -- and in a thread it holds the
+interpreter lock the evaluation needs. :class:`ReplayProcess` runs it in a child process
 instead, forked at the start of the run while this process has no Kafka client: librdkafka's
 threads do not survive a fork, and a client made in a child forked while one of them held a
-lock can hang. A process with any thread but its main one is therefore not forked
-(:func:`can_fork`): ``run`` then replays in a thread.
+lock can hang. A process with any thread but its main one and those marked ``fork_safe`` is
+therefore not forked (:func:`can_fork`): ``run`` then replays in a thread.
 
 The child makes its producer at once when the broker's address is already known (a
 configured cluster), else as soon as the run tells it the address of the broker it started
