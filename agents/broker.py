@@ -186,8 +186,11 @@ def _restore_signal_handlers() -> None:
         del _previous_handlers[signum]
 
 
-def _death_signal_preexec(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the kernel SIGTERM the child when we die (Linux)."""
+def death_signal_preexec(
+    parent_pid: int, sig: signal.Signals = signal.SIGTERM
+) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the kernel send ``sig`` to the child when we die (Linux);
+    also what a forked child calls first (:mod:`streameval.agents.replay_process`)."""
     if not sys.platform.startswith("linux"):
         return None
     # PDEATHSIG fires when the *thread* that forked exits, so only use it from the
@@ -202,7 +205,7 @@ def _death_signal_preexec(parent_pid: int) -> Callable[[], None] | None:
     pr_set_pdeathsig = 1
 
     def preexec() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        prctl(pr_set_pdeathsig, int(sig), 0, 0, 0)
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             os._exit(1)
 
@@ -352,7 +355,7 @@ class EmbeddedBroker:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_death_signal_preexec(os.getpid()),
+                preexec_fn=death_signal_preexec(os.getpid()),
             )
         except OSError as exc:
             self._close_log()

@@ -81,11 +81,14 @@ class ReplayProcess:
         speed: float | None,
         pack: int,
     ) -> None:
+        from streameval.agents.broker import death_signal_preexec
+
         context = multiprocessing.get_context("fork")
         self._conn, child = context.Pipe()
+        dies = death_signal_preexec(os.getpid(), signal.SIGKILL)  # it dies with this process
         self.process = context.Process(
             target=_child,
-            args=(child, config, settings, data_dir, speed, pack),
+            args=(child, self._conn, dies, config, settings, data_dir, speed, pack),
             name="streameval-replay",
             daemon=True,
         )
@@ -165,25 +168,34 @@ class _Progress:
 
 def _child(
     conn: Any,
+    parents_end: Any,
+    die_with_parent: Any,
     config: Any,
     settings: KafkaSettings,
     data_dir: str | None,
     speed: float | None,
     pack: int,
 ) -> None:
-    """The child's whole life: producer, ``go``, definition and replay, report."""
+    """The child's whole life: producer, ``go``, definition and replay, report.
+
+    It dies with the run (killed by the kernel: a run that exits at once, as one whose
+    broker is lost does, leaves no replay behind holding its stderr), and closes its copy
+    of the run's end of the pipe, so that a send to a run that is gone fails."""
+    if die_with_parent is not None:
+        die_with_parent()
+    parents_end.close()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         producer = _producer(settings) if settings.bootstrap_servers else None
-        message = conn.recv()
-        if message[0] == "broker":  # the embedded broker is up: its address, before "go"
+        message = _next_word(conn, stop)
+        if message is not None and message[0] == "broker":  # the embedded broker is up
             if producer is None:
                 producer = _producer(message[1])
                 settings = message[1]
-            message = conn.recv()
-        if message[0] != "go":
-            return
+            message = _next_word(conn, stop)
+        if message is None or message[0] != "go":
+            return  # the run ended before its replay (no broker, a refused experiment)
         if producer is None or message[1].confluent_config() != settings.confluent_config():
             producer = _producer(message[1])
         stats = _replay(conn, config, message[1], producer, data_dir, speed, pack, stop)
@@ -193,6 +205,17 @@ def _child(
             conn.send(("error", exc))
         except Exception:  # not picklable: its text then
             conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+def _next_word(conn: Any, stop: threading.Event) -> Any:
+    """The run's next message; ``None`` once it said stop (``SIGTERM``) or went away."""
+    while not stop.is_set():
+        try:
+            if conn.poll(0.1):
+                return conn.recv()
+        except (EOFError, OSError):
+            return None
+    return None
 
 
 def _producer(settings: KafkaSettings) -> Any:
