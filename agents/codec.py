@@ -117,6 +117,8 @@ def encode(message: dict[str, Any] | list[Any]) -> bytes:
 #: (the replay's main cost). Its numbers read back as the same floats; the text of some
 #: differs (``1e-05`` is ``0.00001``).
 _INPUT_ENCODER = msgspec.json.Encoder(enc_hook=_plain)
+#: What it raises for a value it cannot write (an int beyond 64 bits, a lone surrogate).
+_CANNOT_WRITE = (TypeError, ValueError, OverflowError, msgspec.EncodeError)
 
 
 def encode_input(message: dict[str, Any]) -> bytes:
@@ -128,7 +130,7 @@ def encode_input(message: dict[str, Any]) -> bytes:
     """
     try:
         return _INPUT_ENCODER.encode(message)
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+    except _CANNOT_WRITE:
         return encode(message)  # what msgspec cannot write (an int beyond 64 bits) or the error
 
 
@@ -413,7 +415,7 @@ def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
     """
     try:
         raw = _INPUT_ENCODER.encode(event.to_dict())
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
+    except _CANNOT_WRITE:
         return None
     return None if b"null" in raw else raw
 

@@ -14,44 +14,61 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from streameval.agents.replay_process import can_fork
 from streameval.pipeline.config import ExperimentConfig
 from streameval.pipeline.evaluate import evaluate_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _with_thread(fork_safe: bool) -> bool:
-    """:func:`can_fork` while a second thread waits."""
-    release = threading.Event()
-    thread = threading.Thread(target=release.wait, daemon=True)
-    if fork_safe:
-        thread.fork_safe = True  # type: ignore[attr-defined]
-    thread.start()
-    try:
-        return can_fork()
-    finally:
-        release.set()
-        thread.join()
+#: Run in a fresh interpreter: pytest's own process may hold threads (and librdkafka's)
+#: left by earlier tests, which would decide ``can_fork`` before the thread under test.
+PROBE = """
+import sys, threading
+from streameval.agents.replay_process import can_fork
+mark, where = sys.argv[1], sys.argv[2]
+release, seen = threading.Event(), []
+def body():
+    if where == "thread":
+        seen.append(can_fork())
+    release.wait()
+thread = threading.Thread(target=body, daemon=True)
+if mark == "marked":
+    thread.fork_safe = True
+before = can_fork()
+thread.start()
+if where == "main":
+    seen.append(can_fork())
+else:
+    while not seen:
+        threading.Event().wait(0.01)
+release.set()
+thread.join()
+print(before, seen[0])
+"""
+
+
+def _probe(mark: str, where: str) -> tuple[bool, bool]:
+    """``can_fork()`` in a fresh process, before a second thread starts and while it runs
+    (asked from the main thread or from that thread)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, mark, where],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, during = done.stdout.split()
+    return before == "True", during == "True"
 
 
 def test_a_thread_not_marked_fork_safe_forbids_the_fork() -> None:
-    assert can_fork()  # pytest's process has its main thread only here
-    assert not _with_thread(fork_safe=False)
-    assert _with_thread(fork_safe=True)
+    assert _probe("unmarked", "main") == (True, False)
+    assert _probe("marked", "main") == (True, True)
 
 
 def test_no_fork_from_another_thread_than_the_main_one() -> None:
-    seen: list[bool] = []
-    thread = threading.Thread(target=lambda: seen.append(can_fork()))
-    thread.fork_safe = True  # type: ignore[attr-defined]
-    thread.start()
-    thread.join()
-    assert seen == [False]
+    assert _probe("marked", "thread") == (True, False)
 
 
 @pytest.mark.kafka
