@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from streameval.pipeline.columnar.block import InstanceBlock
 from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent, Output
 from streameval.pipeline.failure import LearnerFailed, describe
 from streameval.pipeline.ingest import Rejection
 from streameval.pipeline.merge import Queued, Source
-from streameval.pipeline.streams.base import Instance
 
 if TYPE_CHECKING:
     from streameval.pipeline.runner import StreamRunner
@@ -74,7 +74,7 @@ class PairedAdmission:
         # guard's count of retimed events after it
         self.marks: list[tuple[int, int, int]] = []
         self.opened: Taken | None = None  # features waiting for their label
-        self.run: list[Instance] = []
+        self.run = InstanceBlock()  # the pairs to evaluate together
         self.where: list[tuple[Taken, Taken]] = []  # each pair's features and label
         self.n_paired = 0
 
@@ -117,7 +117,7 @@ class PairedAdmission:
             return False
         if not self._known(ok.y):
             return False
-        self.run.append(Instance(features.id, features.ts, features.x, ok.y))
+        self.run.add(features.id, features.ts, features.x, ok.y)
         self.where.append((opened, taken))
         self.opened = None
         return True
@@ -139,7 +139,7 @@ class PairedAdmission:
                 self._failed(exc, self._culprit(exc, first), index)
                 return False
             self.n_paired += len(self.run)
-            self.run.clear()
+            self.run = InstanceBlock()
             self.where.clear()
         opened, self.opened = self.opened, None
         return opened is None or self._one(opened, index)

@@ -39,7 +39,9 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from streameval.pipeline.columnar.block import InstanceBlock
 from streameval.pipeline.columnar.labels import majority, running_counts, share
+from streameval.pipeline.columnar.river_loop import Answered
 from streameval.pipeline.columnar.segment import NONE, Segment
 from streameval.pipeline.streams.base import Instance
 
@@ -61,8 +63,9 @@ def score_in_bulk(
     order); the periodic snapshots it makes go to ``out`` too, when given. ``False``, with
     nothing changed, when the block is not one for the bulk pass (see the module
     docstring)."""
-    n = len(instances)
-    y = _label_codes(exp, instances)
+    rows = InstanceBlock.of(instances)
+    n = len(rows)
+    y = _label_codes(exp, rows.ys)
     if y is None or not n:
         return False
     first = exp.n_instances
@@ -81,7 +84,7 @@ def score_in_bulk(
         per_score = (per == pos).astype(float) if pos is not None else np.zeros(n + 1)
         maj_score = share(counts, refs.order, pos)
     _fill_references(exp, pred, score, per, maj, per_score, maj_score, n)
-    ts = list(accumulate((inst.ts for inst in instances), _later, initial=exp.last_ts))
+    ts = list(accumulate(rows.ts, _later, initial=exp.last_ts))
     seg = Segment(y, np.arange(first, first + n, dtype=np.int64), per[:n], maj[:n], pred, score)
     for a, b in _intervals(exp.n_labelled, n, exp._every):
         exp.hold(seg.cut(a, b))  # after the labels the one-by-one pass holds
@@ -104,7 +107,7 @@ def _later(last: float, ts: float) -> float:
     return ts if ts > last else last
 
 
-def _label_codes(exp: ColumnarExperiment, instances: Sequence[Instance]) -> np.ndarray | None:
+def _label_codes(exp: ColumnarExperiment, ys: Sequence[Hashable]) -> np.ndarray | None:
     """The codes of the block's labels, or ``None`` when one is not yet a learned label,
     nothing pending or evicted can be taken for granted, or two labels share a ``str``."""
     buffer = exp.buffer
@@ -112,7 +115,7 @@ def _label_codes(exp: ColumnarExperiment, instances: Sequence[Instance]) -> np.n
         return None
     index, learned = exp.codes.index, exp._is_label
     try:
-        codes = [index.get(inst.y, _UNKNOWN) for inst in instances]
+        codes = [index.get(y, _UNKNOWN) for y in ys]
     except TypeError:  # a label that is not hashable: the one-by-one pass says where
         return None
     if not learned.issuperset(codes):
@@ -131,6 +134,9 @@ def _answers(
     out = []
     called = [c for c in exp._callers if c.reference is None]
     for caller, answers in zip(called, asked, strict=True):
+        if isinstance(answers, Answered):  # read as they were made
+            out.append((answers.labels, answers.scores))
+            continue
         answer = caller.answer
         try:
             pairs = [answer(p, at) for at, p in enumerate(answers, first)]  # type: ignore[misc]

@@ -7,7 +7,9 @@ computed) and learns for one learner, with the semantics of
 * a River model behind :class:`~streameval.pipeline.learners.river_adapter.RiverClassifier`
   is called directly, on features cleaned once per instance (the adapter would clean
   them at every call) -- the calls of River's own ``predict_proba_one`` /
-  ``learn_one`` loop;
+  ``learn_one`` loop, made for a whole block in one loop where the driver calls the
+  learners for a block first (``block``, :mod:`~.river_loop`, whose answers come back
+  read: :class:`~.river_loop.Answered`);
 * an untrained No-Change or whole-history Majority is not called when nothing needs
   its probabilities: its prediction is the reference baseline's (``reference``: 0 for
   No-Change, 1 for Majority, the columns of a scored row), which learns the same
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from streameval.pipeline.calls import positive_score
+from streameval.pipeline.columnar.block import InstanceBlock
+from streameval.pipeline.columnar.river_loop import positive_share, river_block
 from streameval.pipeline.failure import LearnerFailed, StoppedAt
 from streameval.pipeline.learners.base import argmax
 from streameval.pipeline.learners.baselines import Majority, NoChange
@@ -40,7 +44,8 @@ Predict = Callable[[Any, Any, int], tuple[Hashable | None, float]]
 Learn = Callable[[Any, Any, Hashable, int], None]
 Ask = Callable[[Any, Any, int], Any]
 Answer = Callable[[Any, int], tuple[Hashable | None, float]]
-Block = Callable[[Sequence[Any], int], tuple[list[Any], LearnerFailed | None]]
+Clean = Callable[[Any], Any] | None
+Block = Callable[[InstanceBlock, int, Clean], tuple[Sequence[Any], LearnerFailed | None]]
 
 
 @dataclass
@@ -52,9 +57,11 @@ class Caller:
     (its raw answer, the class probabilities), ``answer`` what the evaluation makes of it,
     so that a driver may call the learners for many instances first and read their
     answers after (:meth:`~streameval.pipeline.columnar.experiment.ColumnarExperiment.immediate`).
-    ``block(instances, first_at)``, where set, is ``ask`` then ``learn`` of each instance
-    in one call: the raw answers, and the failure that stopped it (the answers stop
-    before its instance, or after it when the learner failed to learn it).
+    ``block(instances, first_at, clean)``, where set, is ``ask`` then ``learn`` of each
+    instance in one call (``clean`` gives the features a ``cleaned`` learner gets): the
+    answers (raw, or already read as an :class:`~.river_loop.Answered`), and the failure
+    that stopped it (the answers stop before its instance, or after it when the learner
+    failed to learn it).
     """
 
     name: str
@@ -75,23 +82,6 @@ def reference_of(learner: Any) -> int | None:
     if type(learner) is Majority and learner.window is None and not learner.counts:
         return 1
     return None
-
-
-def _score(proba: Any, positive: str) -> float:
-    """:func:`~streameval.pipeline.calls.positive_score` of a River model's answer as the
-    adapter gives it (``float`` values)."""
-    if not proba:
-        return 0.0
-    total = sum(proba.values())
-    if type(total) is not float:  # not all of them floats: the adapter would convert them
-        proba = {label: float(p) for label, p in proba.items()}
-        total = sum(proba.values())
-    if total <= 0:
-        return 0.0
-    p = proba.get(positive)
-    if p is None:  # labels that are not strings (the library's streams): match by str
-        p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
-    return p / total
 
 
 def _no_proba(x: Any) -> Any:
@@ -117,7 +107,7 @@ def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
         try:
             if positive is None:
                 return argmax(proba), 0.0
-            return argmax(proba), _score(proba, positive)
+            return argmax(proba), positive_share(proba, positive)
         except Exception as exc:
             raise LearnerFailed(name, at, "predict", exc) from exc
 
@@ -130,7 +120,9 @@ def _river(name: str, learner: RiverClassifier, positive: str | None) -> Caller:
         except Exception as exc:
             raise LearnerFailed(name, at, "learn", exc) from exc
 
-    return Caller(name, predict, learn, cleaned=True, ask=ask, answer=answer)
+    caller = Caller(name, predict, learn, cleaned=True, ask=ask, answer=answer)
+    caller.block = river_block(name, proba_one, model_learn, positive, (ask, answer, learn))
+    return caller
 
 
 def _generic(name: str, learner: Any, positive: str | None) -> Caller:
@@ -166,9 +158,11 @@ def _generic(name: str, learner: Any, positive: str | None) -> Caller:
 
 
 def _block(name: str, many: Callable[[list[Any], list[Any]], list[Any]]) -> Block:
-    def block(instances: Sequence[Any], first_at: int) -> tuple[list[Any], LearnerFailed | None]:
+    def block(
+        rows: InstanceBlock, first_at: int, clean: Clean
+    ) -> tuple[list[Any], LearnerFailed | None]:
         try:
-            return many([i.x for i in instances], [i.y for i in instances]), None
+            return many(list(rows.xs), list(rows.ys)), None
         except StoppedAt as stop:
             failed = LearnerFailed(name, first_at + stop.done, stop.step, stop.cause)
             return stop.answers, failed

@@ -30,6 +30,7 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+from streameval.pipeline.columnar.block import InstanceBlock
 from streameval.pipeline.columnar.callers import reference_of
 from streameval.pipeline.columnar.experiment import ColumnarExperiment, unsupported
 from streameval.pipeline.columnar.immediate import BLOCK as IMMEDIATE_BLOCK
@@ -164,15 +165,19 @@ def drive_immediate(
     n, last_ts = 0, None
     it = iter(instances)
     while True:
-        block: list[Instance] = []
+        block = InstanceBlock()  # columns: no object per instance for the collector
+        ids, times, xs, ys = block.ids, block.ts, block.xs, block.ys
         for inst in it:  # a block in event-time order, cut short by a time that decreases
-            ts = inst.ts
+            uid, ts, x, y = inst
             if last_ts is not None and ts < last_ts:
                 experiment.immediate(block)
                 raise decreasing(inst, ts, last_ts)
-            block.append(inst)
+            ids.append(uid)
+            times.append(ts)
+            xs.append(x)
+            ys.append(y)
             last_ts = ts
-            if len(block) == IMMEDIATE_BLOCK:
+            if len(ids) == IMMEDIATE_BLOCK:
                 break
         if not block:
             break

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from streameval.pipeline import reporting
 from streameval.pipeline.calls import LearnerCalls
+from streameval.pipeline.columnar.block import InstanceBlock
 from streameval.pipeline.columnar.bulk import score_in_bulk
 from streameval.pipeline.columnar.callers import Caller, callers_for
 from streameval.pipeline.columnar.held import FIRSTS, LEARNERS, HeldLabels
@@ -220,7 +221,11 @@ class ColumnarExperiment:
         if not self.two_pass:
             self._each(instances, out)
             return
-        clean = (lambda x: self._clean(x)) if self._cleans else None
+        instances = InstanceBlock.of(instances)
+        clean = None
+        if self._cleans and instances:
+            self._clean(instances.xs[0])  # its first call picks this stream's cleaner
+            clean = self._clean
         first = self.n_instances
         asked, done, failure = ask_and_learn(self._callers, instances, first, clean)
         if not score_in_bulk(self, instances[:done], asked, out):

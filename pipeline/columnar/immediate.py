@@ -35,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from streameval.pipeline.columnar.block import InstanceBlock
 from streameval.pipeline.columnar.callers import Caller, Predict
+from streameval.pipeline.columnar.river_loop import Answered
 from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.streams.base import Instance
 
@@ -63,17 +65,18 @@ def ask_and_learn(
     number, and the failure that stopped the pass: the one the per-instance loop would
     meet first. The instance it names is evaluated when a learner failed to learn it
     (every learner had answered it, as the per-instance loop evaluates it), else not."""
+    rows = InstanceBlock.of(instances)
     called = [c for c in callers if c.reference is None]
     each = [c for c in called if c.block is None]
-    answers, failure = _one_by_one(each, instances, first_at, clean)
+    answers, failure = _one_by_one(each, rows, first_at, clean)
     asked = dict(zip(map(id, each), answers, strict=True))
     failures = [] if failure is None else [failure]
     for c in called:
         if c.block is not None:
-            asked[id(c)], failed = c.block(instances, first_at)
+            asked[id(c)], failed = c.block(rows, first_at, clean if c.cleaned else None)
             failures += [failed] if failed is not None else []
     if not failures:
-        return [asked[id(c)] for c in called], len(instances), None
+        return [asked[id(c)] for c in called], len(rows), None
     position = {c.name: i for i, c in enumerate(called)}
     first = min(failures, key=lambda f: (f.index, f.step == "learn", position[f.name]))
     done = first.index - first_at + (first.step == "learn")  # every learner answered it
@@ -82,7 +85,7 @@ def ask_and_learn(
 
 def _one_by_one(
     callers: Sequence[Caller],
-    instances: Sequence[Instance],
+    rows: InstanceBlock,
     first_at: int,
     clean: Callable[[Any], Any] | None,
 ) -> tuple[list[list[Any]], LearnerFailed | None]:
@@ -95,12 +98,10 @@ def _one_by_one(
     learns = [c.learn for c in callers]
     at = first_at
     try:
-        for inst in instances:
-            x = inst.x
+        for x, y in zip(rows.xs, rows.ys, strict=True):
             xc = clean(x) if clean is not None else x
             for ask, keep in pairs:
                 keep(ask(x, xc, at))  # type: ignore[misc]
-            y = inst.y
             for learn in learns:
                 learn(x, xc, y, at)
             at += 1
@@ -141,9 +142,11 @@ class Replay:
             if c.reference is not None:
                 self.predict.append((c.reference, c.predict))
                 continue
-            left = iter(next(answers))
+            given = next(answers)
+            left = iter(given)
             self._left.append(left)
-            self.predict.append((None, _replayed(left, c.answer)))  # type: ignore[arg-type]
+            answer = _as_read if isinstance(given, Answered) else c.answer
+            self.predict.append((None, _replayed(left, answer)))  # type: ignore[arg-type]
 
     def check_used(self) -> None:
         """Every answer was read: the second pass made the first pass's calls."""
@@ -152,6 +155,11 @@ class Replay:
 
 
 _END = object()
+
+
+def _as_read(pair: Any, at: int) -> Any:
+    """The ``answer`` of an answer already read (:class:`~.river_loop.Answered`)."""
+    return pair
 
 
 def _replayed(left: Iterator[Any], answer: Callable[[Any, int], Any]) -> Predict:

@@ -60,7 +60,8 @@ class Scoreboard:
             }
             windows.append(auc_window)
         self.pairs = PairsTally(estimators, n_learners)
-        self.tape = Tape(max((w for w in windows if w is not None), default=0))
+        keep = max((w for w in windows if w is not None), default=0)
+        self.tape = Tape(keep, n_learners, config.positive is not None)
         self.order = Ordered()
         self.first_seen: list[int] = []  # label codes, in the order they first came as labels
         self._seen = np.zeros(0, dtype=bool)

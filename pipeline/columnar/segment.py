@@ -17,6 +17,8 @@ window needs, so memory does not grow with the stream.
 >>> tape.extend(Segment.of([0], [3], [1], [1], [[1]]))
 >>> tape.tail(2).y.tolist(), len(tape)  # only the last two are kept
 ([1, 0], 4)
+>>> Tape(keep=2, n_learners=3).tail(2).pred.shape  # no label yet
+(0, 3)
 """
 
 from __future__ import annotations
@@ -104,13 +106,18 @@ class Segment:
 class Tape:
     """The most recent scored labels: the last ``keep`` of them.
 
-    ``len(tape)`` counts every label ever added; :meth:`tail` reads the last ``w``.
+    ``len(tape)`` counts every label ever added; :meth:`tail` reads the last ``w``
+    (before the first label, an empty segment of ``n_learners`` columns, with scores
+    when ``scored``).
     """
 
-    def __init__(self, keep: int) -> None:
+    _empty: Segment | None = None  # a tape pickled before it had one: as before
+
+    def __init__(self, keep: int, n_learners: int = 0, scored: bool = False) -> None:
         self.keep = max(0, int(keep))
         self._held: Segment | None = None
         self._n = 0
+        self._empty = Segment.of([], [], [], [], [], [] if scored else None, n_learners)
 
     def __len__(self) -> int:
         return self._n
@@ -129,7 +136,9 @@ class Tape:
         """The last ``w`` labels (fewer at the start of the stream)."""
         held = self._held
         if held is None:
-            raise ValueError("the tape keeps no label (keep=0)")
+            if self.keep == 0 or self._empty is None:
+                raise ValueError("the tape keeps no label (keep=0)")
+            return self._empty
         if w is None or w >= len(held):
             return held
         return held.cut(len(held) - w)
