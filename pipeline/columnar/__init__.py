@@ -9,9 +9,12 @@ cost per instance close to the learners' own calls:
   protocol at each event (the learners' calls, the reference baselines, drift
   detectors), scored labels kept as rows of class codes;
 * :mod:`~streameval.pipeline.columnar.callers` -- how each learner is called;
+  :mod:`~streameval.pipeline.columnar.river_loop` -- a River model's calls for a block
+  in one loop;
 * :mod:`~streameval.pipeline.columnar.immediate` and
   :mod:`~streameval.pipeline.columnar.bulk` -- test-then-train in two passes: the
   learners' calls for a block first, then the evaluation of their answers, in bulk;
+  :mod:`~streameval.pipeline.columnar.block` -- the block, held as columns;
 * :mod:`~streameval.pipeline.columnar.waiting` -- the instances waiting for a label;
 * :mod:`~streameval.pipeline.columnar.segment` -- scored labels as arrays, and the tape
   of the most recent ones that windowed estimates read;
