@@ -414,3 +414,17 @@ def test_moa_learners_same_json(data_dir) -> None:
         window=500,
         snapshot_every=300,
     )
+
+
+@pytest.mark.parametrize("window", [None, 50])
+def test_results_before_any_label_are_the_per_event_cores(window) -> None:
+    # no label scored yet (a learner failed on the first instance, a snapshot asked early):
+    # the windowed estimates read an empty tape, as the per-event core reads empty windows
+    cfg = ExperimentConfig("s", ["nochange", "nb"], window=window, fading=0.9, positive="up")
+    exp, ref = ColumnarExperiment(cfg), Experiment(cfg)
+    assert document(exp.results()) == document(ref.results())
+    for core in (exp, ref):
+        core.process(FeatureEvent("s", "0", 0.0, {"a": 1.0}))
+    got, expected = exp.results(), ref.results()
+    assert got["n_instances"] == expected["n_instances"] == 1
+    assert document(got) == document(expected)
