@@ -77,7 +77,16 @@ def positive_score(proba: dict | None, positive: str | None) -> float:
     """The score of the positive class (named by its ``str``), for the prequential AUC."""
     if not proba or positive is None:
         return 0.0
-    total = sum(proba.values())
+    return share_of(proba, positive, sum(proba.values()))
+
+
+def share_of(proba: dict, positive: str, total: float) -> float:
+    """The probability ``proba`` gives the class named ``positive`` (by its ``str``),
+    over ``total``, the sum of its values; 0 when ``total`` is not positive.
+
+    >>> share_of({"a": 1.0, 2: 3.0}, "2", 4.0), share_of({"a": 0.0}, "a", 0.0)
+    (0.75, 0.0)
+    """
     if total <= 0:
         return 0.0
     p = proba.get(positive)

@@ -27,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from streameval.pipeline.calls import share_of
 from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.learners.base import argmax
 
 if TYPE_CHECKING:
     from streameval.pipeline.columnar.block import InstanceBlock
+    from streameval.pipeline.columnar.callers import Block
 
 Pair = tuple[Hashable | None, float]
 
@@ -77,17 +79,7 @@ def positive_share(proba: Any, positive: str) -> float:
     if type(total) is not float:  # not all of them floats: the adapter would convert them
         proba = {label: float(p) for label, p in proba.items()}
         total = sum(proba.values())
-    if total <= 0:
-        return 0.0
-    p = proba.get(positive)
-    if p is None:  # labels that are not strings (the library's streams): match by str
-        p = next((v for k, v in proba.items() if str(k) == positive), 0.0)
-    return p / total
-
-
-Block = Callable[
-    ["InstanceBlock", int, Callable[[Any], Any] | None], tuple[Answered, LearnerFailed | None]
-]
+    return share_of(proba, positive, total)
 
 
 def river_block(
@@ -116,12 +108,12 @@ def river_block(
                 xc = x if clean is None else clean(x)
                 proba = proba_one(xc)
                 label = argmax(proba)
-                add_score(0.0 if positive is None else positive_share(proba, positive))
+                score = 0.0 if positive is None else positive_share(proba, positive)
                 add_label(label)
+                add_score(score)
                 asking = False
                 learn_one(xc, y)
         except Exception as exc:
-            del scores[len(labels) :]  # a score without its label: that answer failed
             return _stopped(
                 name, rows, first_at, clean, Answered(labels, scores), exc, asking, wrapped
             )
