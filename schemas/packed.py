@@ -13,7 +13,10 @@ features and labels schemas:
   characters, ``ts`` a finite number (an integer becomes a float, as the codec makes it),
   ``seq`` an integer >= 0;
 * feature names non-empty strings; feature values and ``y`` strings, finite floats, or
-  integers of 64 bits (which stay integers).
+  integers of 64 bits (which stay integers). The names are checked after the decoder, by
+  one lookup of ``""`` per event: a length bound on a dict's keys makes msgspec decode the
+  features of a replayed Electricity 1.7 times slower (52 ms against 31 ms for the whole
+  stream).
 
 Everything this form accepts, the schemas accept, with the same values. It accepts less:
 an end-of-stream marker, a feature value or ``y`` that is an integer beyond 64 bits,
@@ -46,7 +49,6 @@ _MAX = sys.float_info.max
 # Annotated[...] and Union[...] are evaluated at run time by msgspec: no PEP 604 here
 Finite = Annotated[float, msgspec.Meta(ge=-_MAX, le=_MAX)]  # inf (1e400) is out of range
 Identifier = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ID_LENGTH)]
-Name = Annotated[str, msgspec.Meta(min_length=1)]
 Sequence = Annotated[int, msgspec.Meta(ge=0)]
 # a longer integer is left to the general path, which refuses one beyond a double's range
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
@@ -59,7 +61,7 @@ class PackedFeatures(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     stream: Identifier
     id: Identifier
     ts: Finite
-    x: dict[Name, Value]
+    x: dict[str, Value]  # no empty name: see _named
     seq: Sequence
 
 
@@ -83,10 +85,34 @@ _ONE = {
 }
 
 
+def _named(events: list[PackedFeatures]) -> list[PackedFeatures]:
+    """``events``, once none has a feature of empty name (``ValidationError`` otherwise)."""
+    for event in events:
+        if "" in event.x:
+            raise msgspec.ValidationError(f"Expected a non-empty feature name - at {event.id!r}")
+    return events
+
+
+def _decode_features(raw: bytes) -> list[PackedFeatures]:
+    return _named(_DECODERS["features"].decode(raw))
+
+
+def _decode_one_features(raw: bytes) -> PackedFeatures:
+    return _named([_ONE["features"].decode(raw)])[0]
+
+
 def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
     """The decoder of packed ``topic_kind`` messages into checked events (``None`` for a
     kind other than ``features`` and ``labels``); it raises ``msgspec.DecodeError``
-    (``ValidationError`` is one) for any message outside the narrow form above."""
+    (``ValidationError`` is one) for any message outside the narrow form above.
+
+    >>> packed_decoder("features")(b'[{"stream":"s","id":"7","ts":3,"x":{"":1},"seq":1}]')
+    Traceback (most recent call last):
+    ...
+    msgspec.ValidationError: Expected a non-empty feature name - at '7'
+    """
+    if topic_kind == "features":
+        return _decode_features
     decoder = _DECODERS.get(topic_kind)
     return None if decoder is None else decoder.decode
 
@@ -99,5 +125,7 @@ def event_decoder(topic_kind: str) -> Callable[[bytes], Any] | None:
     >>> decode(b'{"stream":"s","id":"7","ts":3,"y":"UP","seq":1}').ts
     3.0
     """
+    if topic_kind == "features":
+        return _decode_one_features
     decoder = _ONE.get(topic_kind)
     return None if decoder is None else decoder.decode

@@ -110,6 +110,7 @@ DECLINED = {
     ],
     "features": [
         _pack(_features(x={"": 1.0})),
+        _pack(_features(), _features(x={"a": 1.0, "": 2.0})),  # the empty name second
         _pack(_features(x={"a": None})),
         _pack(_features(x={"a": [1.0]})),
         _pack(_features(x={"a": False})),
