@@ -107,3 +107,23 @@ def test_quick_kafka_target_3(tmp_path, data_dir) -> None:
     assert rows["3a"]["result"] in ("PASS", "FAIL")
     run = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"][0]
     assert run["n_labelled"] == 2000 and run["worker_peak_rss_bytes"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_quick_kafka_target_s3(tmp_path, data_dir) -> None:
+    doc = _run_quick(tmp_path, data_dir, "s3")
+    rows = {r["id"]: r for r in doc["rows"]}
+    assert {rows["s3a"]["result"], rows["s3b"]["result"]} <= {"PASS", "FAIL"}
+    # s3a: both sides read the same 2,000 instances' messages, the run side evaluates them all
+    sides = [m for k, m in doc["measured"].items() if k.startswith("S3 run on a filled topic")]
+    runs = [run for m in sides for run in m["runs"]]
+    assert len(sides) == 2 and runs
+    for run in runs:
+        assert run["events_decoded"] == run["events"] + 1  # the end marker, on both topics
+        assert run["n_labelled"] == 2000
+        assert run["seconds"] > 0 and run["raw_seconds"] > 0
+    # s3b: `run` through Kafka and `evaluate` in-process agree on the learner's accuracy
+    ref = doc["measured"]["T1/T2 evaluate nb+window+fading electricity delay 0"]["runs"][0]
+    run = doc["measured"]["T2 run_through_kafka nb+window+fading electricity"]["runs"][0]
+    assert run["accuracy"] == ref["accuracy"] and 0.5 < ref["accuracy"]["nb"] < 1.0
