@@ -105,8 +105,14 @@ def test_quick_kafka_target_3(tmp_path, data_dir) -> None:
     rows = {r["id"]: r for r in doc["rows"]}
     assert rows["3a-ref"]["result"] == "ref"
     assert rows["3a"]["result"] in ("PASS", "FAIL")
-    run = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"][0]
+    runs = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"]
+    run = runs[0]
     assert run["n_labelled"] == 2000 and run["worker_peak_rss_bytes"] > 0
+    # the replay produces inside the run: its time bounds the row's ratio from above
+    replay = run["runtime"]["replay_seconds"]
+    assert 0 < replay < run["seconds"]
+    ceiling = float(rows["3a"]["inputs"].split("would stay at or below ")[1].split()[0])
+    assert ceiling >= round(rows["3a"]["ratio"], 2)
 
 
 @pytest.mark.slow
