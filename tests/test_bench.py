@@ -105,8 +105,7 @@ def test_quick_kafka_target_3(tmp_path, data_dir) -> None:
     rows = {r["id"]: r for r in doc["rows"]}
     assert rows["3a-ref"]["result"] == "ref"
     assert rows["3a"]["result"] in ("PASS", "FAIL")
-    runs = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"]
-    run = runs[0]
+    run = doc["measured"]["T3 run_through_kafka nochange+majority electricity pack 200"]["runs"][0]
     assert run["n_labelled"] == 2000 and run["worker_peak_rss_bytes"] > 0
     # the replay produces inside the run: its time bounds the row's ratio from above
     replay = run["runtime"]["replay_seconds"]

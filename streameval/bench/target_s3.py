@@ -79,11 +79,12 @@ def child_kafka_filled(job: dict[str, Any]) -> dict[str, Any]:
 def _worker(settings: Any) -> Any:
     """``run``'s worker, made before the fill.
 
-    Its idempotent producer delivers a message produced in its first half second only at
-    the half-second mark, when it is given its producer id (librdkafka; measured on the
-    embedded broker). The baselines evaluate the filled topic in ~0.25 s: a worker made
-    just before the clock had its results delivered at 0.5 s or 1.0 s in 4 runs of 6. The
-    raw side's consumer, likewise, is made and has its metadata before its clock starts.
+    An idempotent librdkafka producer can deliver a message produced in its first half
+    second only at the half-second mark after it was made (measured on the embedded
+    broker; without idempotence, at once). The baselines evaluate the filled topic in
+    ~0.25 s: a worker made just before the clock had its results delivered at 0.5 s or
+    1.0 s in 4 runs of 6. The raw side's consumer, likewise, is made and has its metadata
+    before its clock starts.
     """
     from streameval.agents.worker import StreamWorker
 
