@@ -19,17 +19,50 @@ columns are objects the collector does not track.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar, overload
 
 from streameval.pipeline.streams.base import Instance
 
+Row = TypeVar("Row")
+Cols = TypeVar("Cols", bound="Columns[Any]")
 
-class InstanceBlock(Sequence[Instance]):
+
+class Columns(Sequence[Row]):
+    """Items held as parallel lists, one per field (the class's ``__slots__``, in order):
+    an item is ``_item`` of the i-th of each list, a slice the same class over the
+    slices of the lists (a subclass's constructor takes the lists in that order)."""
+
+    __slots__ = ()
+    _item: ClassVar[Callable[..., Any]]
+
+    def _lists(self) -> list[list[Any]]:
+        return [getattr(self, name) for name in self.__slots__]
+
+    def __len__(self) -> int:
+        return len(getattr(self, self.__slots__[0]))
+
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+
+    @overload
+    def __getitem__(self: Cols, i: slice) -> Cols: ...
+
+    def __getitem__(self: Cols, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return type(self)(*(column[i] for column in self._lists()))
+        return self._item(*(column[i] for column in self._lists()))
+
+    def __iter__(self) -> Iterator[Row]:
+        return map(self._item, *self._lists())
+
+
+class InstanceBlock(Columns[Instance]):
     """Instances as columns; indexing and iteration give :class:`Instance` tuples, a
     slice gives a block."""
 
     __slots__ = ("ids", "ts", "xs", "ys")
+    _item = Instance
 
     def __init__(
         self,
@@ -63,23 +96,6 @@ class InstanceBlock(Sequence[Instance]):
         self.ts.append(ts)
         self.xs.append(x)
         self.ys.append(y)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @overload
-    def __getitem__(self, i: int) -> Instance: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> InstanceBlock: ...
-
-    def __getitem__(self, i: int | slice) -> Instance | InstanceBlock:
-        if isinstance(i, slice):
-            return InstanceBlock(self.ids[i], self.ts[i], self.xs[i], self.ys[i])
-        return Instance(self.ids[i], self.ts[i], self.xs[i], self.ys[i])  # type: ignore[arg-type]
-
-    def __iter__(self) -> Iterator[Instance]:
-        return map(Instance, self.ids, self.ts, self.xs, self.ys)
 
     def __repr__(self) -> str:
         return f"InstanceBlock({len(self)} instances)"

@@ -24,10 +24,11 @@ block's objects to older generations and, once in a run, walk the whole heap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from streameval.pipeline.calls import share_of
+from streameval.pipeline.columnar.block import Columns
 from streameval.pipeline.failure import LearnerFailed
 from streameval.pipeline.learners.base import argmax
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 Pair = tuple[Hashable | None, float]
 
 
-class Answered(Sequence[Pair]):
+class Answered(Columns[Pair]):
     """A learner's answers as the evaluation reads them: the predicted labels and the
     positive-class scores, one list each; an item is the ``(label, score)`` pair."""
 
@@ -48,22 +49,12 @@ class Answered(Sequence[Pair]):
         self.labels = labels
         self.scores = scores
 
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    @overload
-    def __getitem__(self, i: int) -> Pair: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Answered: ...
-
-    def __getitem__(self, i: int | slice) -> Pair | Answered:
-        if isinstance(i, slice):
-            return Answered(self.labels[i], self.scores[i])
-        return self.labels[i], self.scores[i]
+    @staticmethod
+    def _item(label: Hashable | None, score: float) -> Pair:
+        return label, score
 
     def __iter__(self) -> Iterator[Pair]:
-        return zip(self.labels, self.scores, strict=True)
+        return zip(self.labels, self.scores, strict=True)  # the pairs, made in C
 
 
 def positive_share(proba: Any, positive: str) -> float:
