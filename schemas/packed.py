@@ -75,30 +75,23 @@ class PackedLabel(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     seq: Sequence
 
 
-_DECODERS = {
-    "features": msgspec.json.Decoder(list[PackedFeatures]),
-    "labels": msgspec.json.Decoder(list[PackedLabel]),
+def _named(event: PackedFeatures) -> PackedFeatures:
+    """``event``, once it has no feature of empty name (``ValidationError`` otherwise)."""
+    if "" in event.x:
+        raise msgspec.ValidationError(f"Expected a non-empty feature name - at {event.id!r}")
+    return event
+
+
+_PACKED_FEATURES = msgspec.json.Decoder(list[PackedFeatures])
+_ONE_FEATURES = msgspec.json.Decoder(PackedFeatures)
+_DECODERS: dict[str, Callable[[bytes], Any]] = {
+    "features": lambda raw: [_named(event) for event in _PACKED_FEATURES.decode(raw)],
+    "labels": msgspec.json.Decoder(list[PackedLabel]).decode,
 }
-_ONE = {
-    "features": msgspec.json.Decoder(PackedFeatures),
-    "labels": msgspec.json.Decoder(PackedLabel),
+_ONE: dict[str, Callable[[bytes], Any]] = {
+    "features": lambda raw: _named(_ONE_FEATURES.decode(raw)),
+    "labels": msgspec.json.Decoder(PackedLabel).decode,
 }
-
-
-def _named(events: list[PackedFeatures]) -> list[PackedFeatures]:
-    """``events``, once none has a feature of empty name (``ValidationError`` otherwise)."""
-    for event in events:
-        if "" in event.x:
-            raise msgspec.ValidationError(f"Expected a non-empty feature name - at {event.id!r}")
-    return events
-
-
-def _decode_features(raw: bytes) -> list[PackedFeatures]:
-    return _named(_DECODERS["features"].decode(raw))
-
-
-def _decode_one_features(raw: bytes) -> PackedFeatures:
-    return _named([_ONE["features"].decode(raw)])[0]
 
 
 def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
@@ -111,10 +104,7 @@ def packed_decoder(topic_kind: str) -> Callable[[bytes], list[Any]] | None:
     ...
     msgspec.ValidationError: Expected a non-empty feature name - at '7'
     """
-    if topic_kind == "features":
-        return _decode_features
-    decoder = _DECODERS.get(topic_kind)
-    return None if decoder is None else decoder.decode
+    return _DECODERS.get(topic_kind)
 
 
 def event_decoder(topic_kind: str) -> Callable[[bytes], Any] | None:
@@ -125,7 +115,4 @@ def event_decoder(topic_kind: str) -> Callable[[bytes], Any] | None:
     >>> decode(b'{"stream":"s","id":"7","ts":3,"y":"UP","seq":1}').ts
     3.0
     """
-    if topic_kind == "features":
-        return _decode_one_features
-    decoder = _ONE.get(topic_kind)
-    return None if decoder is None else decoder.decode
+    return _ONE.get(topic_kind)
