@@ -420,6 +420,20 @@ def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
     return None if b"null" in raw else raw
 
 
+def written_many(events: list[FeatureEvent] | list[LabelEvent]) -> bytes | None:
+    """The JSON array of ``events``' messages in one encoder call, when
+    :func:`input_message` would write each as it is (see :func:`_written`), else ``None``.
+
+    >>> written_many([LabelEvent("s", "1", 0.0, "UP", 1), LabelEvent("s", "2", 1.0, "UP", 3)])
+    b'[{"stream":"s","id":"1","ts":0.0,"y":"UP","seq":1},{"stream":"s","id":"2","ts":1.0,"y":"UP","seq":3}]'
+    """
+    try:
+        raw = _INPUT_ENCODER.encode([event.to_dict() for event in events])
+    except _CANNOT_WRITE:
+        return None
+    return None if b"null" in raw else raw
+
+
 def input_message(event: InputEvent) -> tuple[tuple[str, ...], bytes]:
     """The topic kinds an input event goes to, and its encoded message.
 

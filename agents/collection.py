@@ -9,11 +9,15 @@ In a worker evaluating Electricity that scanning took 12-15 % of the CPU with ``
 quarter with the two baselines, against 4 % in ``evaluate``, which allocates far less per
 event. :func:`collecting_less` raises the first threshold while ``streameval run`` consumes
 its one stream (the older generations' thresholds stay): cycles are still collected, in
-batches of :data:`FIRST_THRESHOLD` allocations. The long-running ``streameval worker`` keeps
-the default thresholds: with the raised one, its resident size in the 10-minute soak
-(``tests/test_soak.py``) rose by ~4 MB a minute (Theil-Sen) and once passed the soak's
-growth bound. That the threshold is the cause was not isolated; full collections 14 times
-rarer are a risk a service that runs for days need not take.
+batches of :data:`FIRST_THRESHOLD` allocations. A replay (``run``'s child,
+``streameval replay``) does the same: it makes events and frees each at once, and with the
+default thresholds 3 replays of Electricity in 8 took 0.31-0.32 s instead of 0.245 s.
+
+The long-running ``streameval worker`` keeps the default thresholds: with the raised one,
+its resident size in the 10-minute soak (``tests/test_soak.py``) rose by ~4 MB a minute
+(Theil-Sen) and once passed the soak's growth bound. That the threshold is the cause was
+not isolated; full collections 14 times rarer are a risk a service that runs for days need
+not take.
 
 >>> import gc
 >>> before = gc.get_threshold()

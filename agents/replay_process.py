@@ -34,6 +34,7 @@ import time
 import warnings
 from typing import Any
 
+from streameval.agents.collection import collecting_less
 from streameval.agents.config import KafkaSettings
 
 #: Seconds between two progress reports of the child.
@@ -198,7 +199,8 @@ def _child(
             return  # the run ended before its replay (no broker, a refused experiment)
         if producer is None or message[1].confluent_config() != settings.confluent_config():
             producer = _producer(message[1])
-        stats = _replay(conn, config, message[1], producer, data_dir, speed, pack, stop)
+        with collecting_less():  # the child allocates an event per row and holds little
+            stats = _replay(conn, config, message[1], producer, data_dir, speed, pack, stop)
         conn.send(("done", stats))
     except BaseException as exc:  # reported whole: the run raises it
         try:

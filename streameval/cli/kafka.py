@@ -19,6 +19,7 @@ import sys
 import uuid
 from typing import Any
 
+from streameval.agents.collection import collecting_less
 from streameval.agents.config import ENV_FIELDS, SECRET_FIELDS, KafkaSettings
 from streameval.agents.run import (
     RESULTS_TIMEOUT,
@@ -131,14 +132,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     prepare(config, args.data_dir)  # a missing dataset is said before the broker is asked
     reach_broker(settings, "replay", args.broker_timeout)
-    stats = replay_dataset(
-        settings,
-        config,
-        speed=None if args.max else args.speed,
-        pack=args.pack,
-        progress=not args.no_progress,
-        data_dir=args.data_dir,
-    )
+    with collecting_less():  # an event per row, each freed at once (agents.collection)
+        stats = replay_dataset(
+            settings,
+            config,
+            speed=None if args.max else args.speed,
+            pack=args.pack,
+            progress=not args.no_progress,
+            data_dir=args.data_dir,
+        )
     print(json.dumps(stats.as_dict()))
     return 0
 
