@@ -54,6 +54,14 @@ SECRET_MASK = "***"
 #: inline consumer, its results waiter): an empty partition answers within 50 ms, not
 #: librdkafka's default 500, so a message is read at most ~50 ms after it was produced.
 FETCH_SETTINGS = {"fetch.wait.max.ms": 50, "fetch.error.backoff.ms": 50}
+#: librdkafka's first wait before a connection, in every client's settings. A new client
+#: reaches the cluster through its bootstrap address; once the metadata names the broker
+#: behind it, librdkafka drops the bootstrap connection, fails the request that was on it,
+#: and opens the named broker's connection only when half this backoff has passed. At the
+#: default 100 ms, every new client's first request took 54 ms on the embedded broker (a
+#: metadata request answered in 1 ms); at 10 ms, 15 ms. Retries still back off
+#: exponentially, to ``reconnect.backoff.max.ms`` (10 s by default).
+RECONNECT_BACKOFF_MS = 10
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")
@@ -261,7 +269,10 @@ class KafkaSettings:
         Client-specific settings (``group.id``, ``linger.ms``, ...) are added by
         the caller: ``{**settings.confluent_config(), "group.id": "g"}``.
         """
-        conf: dict[str, Any] = {"bootstrap.servers": self._require_bootstrap()}
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self._require_bootstrap(),
+            "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
+        }
         proto = self.effective_protocol
         if proto != "PLAINTEXT":
             conf["security.protocol"] = proto

@@ -13,6 +13,7 @@ from faust.auth import GSSAPICredentials, SASLCredentials, SSLCredentials
 from streameval.agents.config import (
     DEFAULT_PARTITIONS,
     DEFAULT_TOPIC_PREFIX,
+    RECONNECT_BACKOFF_MS,
     ConfigError,
     KafkaSettings,
     redact_config,
@@ -50,7 +51,11 @@ def test_defaults_mean_embedded_plaintext() -> None:
         s.confluent_config()
     e = s.with_bootstrap("127.0.0.1:9999")
     assert not e.embedded
-    assert e.confluent_config() == {"bootstrap.servers": "127.0.0.1:9999"}
+    # the connection settings every client gets (see RECONNECT_BACKOFF_MS for the backoff)
+    assert e.confluent_config() == {
+        "bootstrap.servers": "127.0.0.1:9999",
+        "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
+    }
     assert e.faust_broker_kwargs() == {"broker": "kafka://127.0.0.1:9999"}
 
 
@@ -100,6 +105,7 @@ def test_sasl_plaintext_mapping() -> None:
     assert s.effective_protocol == "SASL_PLAINTEXT"
     assert s.confluent_config() == {
         "bootstrap.servers": "k:9092",
+        "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
         "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.username": "alice",
@@ -144,6 +150,7 @@ def test_mutual_tls_mapping(tls_files: dict[str, str]) -> None:
     assert s.effective_protocol == "SSL"
     assert s.confluent_config() == {
         "bootstrap.servers": "k:9093",
+        "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
         "security.protocol": "SSL",
         "ssl.ca.location": tls_files["cert"],
         "ssl.certificate.location": tls_files["cert"],
