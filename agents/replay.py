@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from streameval.agents.codec import input_message, written_many
 from streameval.agents.config import KafkaSettings
+from streameval.agents.first_delivery import ask_metadata
 from streameval.agents.topics import PARTITIONER, TopicNames
 from streameval.pipeline.events import FeatureEvent, InputEvent, LabelEvent
 
@@ -137,44 +138,55 @@ class PackedMessages:
             raise ValueError(f"max_events must be >= 1, got {max_events}")
         self.max_events = max_events
         self.max_bytes = max_bytes
-        self._items: dict[tuple[str, bytes], list[FeatureEvent | LabelEvent]] = {}
-        self._keys: dict[str, bytes] = {}
+        # the held events of each (event class, stream), in order
+        self._items: dict[tuple[type, str], list[FeatureEvent | LabelEvent]] = {}
+        self._keys: dict[str, bytes] = {}  # each stream's key
 
     def add(self, event: InputEvent) -> list[Message]:
-        key = self._keys.get(event.stream)
-        if key is None:
-            key = self._keys[event.stream] = event.stream.encode("utf-8")
-        if isinstance(event, (FeatureEvent, LabelEvent)):
-            slot = ("features" if isinstance(event, FeatureEvent) else "labels", key)
-            items = self._items.get(slot)
-            if items is None:
-                items = self._items[slot] = []
-            items.append(event)
-            return self._pack(slot) if len(items) >= self.max_events else []
-        kinds, value = input_message(event)  # the end marker (or a TypeError)
-        out = [m for slot in list(self._items) if slot[1] == key for m in self._pack(slot)]
-        return [*out, *(Message(kind, key, value) for kind in kinds)]
+        slot = (event.__class__, event.stream)
+        items = self._items.get(slot)
+        if items is None:
+            if not isinstance(event, (FeatureEvent, LabelEvent)):
+                return self._end(event)
+            slot = (FeatureEvent if isinstance(event, FeatureEvent) else LabelEvent, event.stream)
+            items = self._items.setdefault(slot, [])
+        items.append(event)  # type: ignore[arg-type]
+        return self._pack(slot) if len(items) >= self.max_events else []
 
     def flush(self) -> list[Message]:
         return [m for slot in list(self._items) for m in self._pack(slot)]
 
-    def _pack(self, slot: tuple[str, bytes]) -> list[Message]:
+    def _end(self, event: InputEvent) -> list[Message]:
+        """The stream's held events, then its end marker on both topics (or a TypeError)."""
+        kinds, value = input_message(event)
+        out = [m for slot in list(self._items) if slot[1] == event.stream for m in self._pack(slot)]
+        key = self._key(event.stream)
+        return [*out, *(Message(kind, key, value) for kind in kinds)]
+
+    def _key(self, stream: str) -> bytes:
+        key = self._keys.get(stream)
+        if key is None:
+            key = self._keys[stream] = stream.encode("utf-8")
+        return key
+
+    def _pack(self, slot: tuple[type, str]) -> list[Message]:
         """The held events of ``slot`` as one message, or several when over ``max_bytes``."""
         events = self._items.pop(slot)
+        kind, key = "features" if slot[0] is FeatureEvent else "labels", self._key(slot[1])
         value = written_many(events)
         if value is not None and len(value) <= self.max_bytes:
-            return [Message(slot[0], slot[1], value)]
+            return [Message(kind, key, value)]
         out: list[Message] = []
         items: list[bytes] = []
         size = 1
         for event in events:  # one by one: the codec's way for what written_many refused
             item = input_message(event)[1]
             if items and size + len(item) + 1 > self.max_bytes:
-                out.append(Message(slot[0], slot[1], b"[" + b",".join(items) + b"]"))
+                out.append(Message(kind, key, b"[" + b",".join(items) + b"]"))
                 items, size = [], 1
             items.append(item)
             size += len(item) + 1
-        out.append(Message(slot[0], slot[1], b"[" + b",".join(items) + b"]"))
+        out.append(Message(kind, key, b"[" + b",".join(items) + b"]"))
         return out
 
 
@@ -290,6 +302,7 @@ def replay(
         producer = Producer(
             {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
         )
+        ask_metadata(producer)  # its first messages delivered at once (agents.first_delivery)
     stats = ReplayStats()
     errors: list[str] = []
 
@@ -315,6 +328,7 @@ def replay(
     bar = _make_progress(progress, total)
     start = clock()
     ts0: float | None = None
+    unshown = 0  # events the bar has not been told of: it hears of them as messages go
     try:
         for event in events:
             if speed is not None:
@@ -324,11 +338,11 @@ def replay(
                 if due > clock():
                     for message in fmt.flush():  # nothing waits in a pack while we sleep
                         send(message)
+                    bar.advance(unshown)
+                    unshown = 0
                 while (wait := due - clock()) > 0:
                     producer.poll(min(wait, 0.1))
-            for message in fmt.add(event):
-                send(message)
-                producer.poll(0)  # delivery reports: once per message, not per packed event
+            messages = fmt.add(event)
             if isinstance(event, FeatureEvent):
                 stats.n_features += 1
             elif isinstance(event, LabelEvent):
@@ -336,7 +350,13 @@ def replay(
             else:
                 stats.n_end += 1
             stats.streams.add(event.stream)
-            bar.advance()
+            unshown += 1
+            if messages:
+                for message in messages:
+                    send(message)
+                    producer.poll(0)  # delivery reports: once per message, not per event
+                bar.advance(unshown)
+                unshown = 0
         for message in fmt.flush():
             send(message)
         remaining = producer.flush(flush_timeout)
@@ -347,6 +367,7 @@ def replay(
         raise
     finally:
         stats.seconds = clock() - start
+        bar.advance(unshown)
         bar.close()
     if remaining:
         stats.n_failed += remaining
