@@ -31,6 +31,7 @@ from streameval.agents.codec import (
 )
 from streameval.agents.config import KafkaSettings
 from streameval.agents.delivery import DeliveryWatch
+from streameval.agents.first_delivery import ask_metadata
 from streameval.agents.health import PRODUCER_QUEUE, BrokerHealth
 from streameval.agents.outputs import OutputPositions, partition_of, scan_emitted
 from streameval.agents.topics import OUTPUT_KINDS, PARTITIONER, TopicNames
@@ -104,16 +105,17 @@ class Publisher:
     def know_topics(
         self, kinds: tuple[str, ...] = OUTPUT_KINDS, timeout: float = METADATA_TIMEOUT
     ) -> None:
-        """Have the producer fetch the metadata of the output topics of ``kinds``, now.
+        """Have the producer fetch the cluster's metadata, then that of the output topics of
+        ``kinds``, now.
 
-        librdkafka holds a message to a topic it has no metadata for until that metadata
-        arrives: without this call, a stream's results reached the metrics topic half a
-        second late in 4 runs of 8 on the embedded broker (the bench's row s3a); with
-        the metrics topic known from the start, in none of 8. A broker that does not
-        answer within ``timeout`` s only leaves the topics to be learned on first use.
+        The first gets an idempotent producer its id at once
+        (:mod:`~streameval.agents.first_delivery`). librdkafka also holds a message to a topic
+        it has no metadata for until that metadata arrives. A broker that does not answer
+        within ``timeout`` s only leaves the id and the topics to be learned on first use.
         """
         if not hasattr(self.producer, "list_topics"):
             return
+        ask_metadata(self.producer, timeout)  # its producer id: see agents.first_delivery
         for kind in kinds:
             try:
                 self.producer.list_topics(self.topics[kind], timeout=timeout)

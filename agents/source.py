@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.agents.codec import encode, input_message
+from streameval.agents.first_delivery import ask_metadata
 from streameval.agents.mapping import RecordError, SourceMapping
 from streameval.agents.topics import PARTITIONER, TopicNames
 from streameval.pipeline.events import FeatureEvent, LabelEvent
@@ -142,6 +143,7 @@ class SourceRepartition:
         self.producer = Producer(
             {**config, "enable.idempotence": True, "acks": "all", "linger.ms": 20, **PARTITIONER}
         )
+        ask_metadata(self.producer)  # its first events delivered at once (agents.first_delivery)
         self.kind_of = {mapping.features_topic: "features", mapping.labels_topic: "labels"}
         self.order: dict[str, PartitionOrder] = {}
         self.failures: list[str] = []

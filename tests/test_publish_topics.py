@@ -87,4 +87,5 @@ def test_a_broker_that_does_not_answer_only_leaves_the_lookup_for_later() -> Non
     producer = _Unanswered()
     publisher = Publisher(producer, TopicNames.for_prefix("t."), Counter())
     publisher.know_topics(timeout=0.01)
-    assert producer.asked == ["t.predictions", "t.metrics", "t.drift"]
+    # the cluster's metadata first (the producer's id: agents.first_delivery), then each topic
+    assert producer.asked == ["None", "t.predictions", "t.metrics", "t.drift"]
