@@ -77,14 +77,14 @@ def child_kafka_filled(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _worker(settings: Any) -> Any:
-    """``run``'s worker, made before the fill.
+    """``run``'s worker, made before the fill, as the raw side's consumer is made and has
+    its metadata before its clock starts.
 
-    An idempotent librdkafka producer can deliver a message produced in its first half
-    second only at the half-second mark after it was made (measured on the embedded
-    broker; without idempotence, at once). The baselines evaluate the filled topic in
-    ~0.25 s: a worker made just before the clock had its results delivered at 0.5 s or
-    1.0 s in 4 runs of 6. The raw side's consumer, likewise, is made and has its metadata
-    before its clock starts.
+    A new idempotent producer delivered a message produced in its first moments only at
+    librdkafka's next try for its producer id, 0.5 or 1.0 s after it was made: a worker made
+    just before the clock had the baselines' results delivered at 0.5 s or 1.0 s in 4 runs of
+    6. Every producer now asks for the cluster's metadata when made, which gets it its id at
+    once (:mod:`streameval.agents.first_delivery`).
     """
     from streameval.agents.worker import StreamWorker
 
