@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -420,7 +421,7 @@ def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
     return None if b"null" in raw else raw
 
 
-def written_many(events: list[FeatureEvent] | list[LabelEvent]) -> bytes | None:
+def written_many(events: Sequence[FeatureEvent | LabelEvent]) -> bytes | None:
     """The JSON array of ``events``' messages in one encoder call, when
     :func:`input_message` would write each as it is (see :func:`_written`), else ``None``.
 

@@ -150,7 +150,7 @@ class PackedMessages:
                 return self._end(event)
             slot = (FeatureEvent if isinstance(event, FeatureEvent) else LabelEvent, event.stream)
             items = self._items.setdefault(slot, [])
-        items.append(event)  # type: ignore[arg-type]
+        items.append(event)  # type: ignore[arg-type]  # a feature or label event here
         return self._pack(slot) if len(items) >= self.max_events else []
 
     def flush(self) -> list[Message]:
