@@ -406,33 +406,36 @@ def end_message(event: EndOfStream) -> dict[str, Any]:
     }
 
 
-def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
-    """``event``'s message as :func:`feature_message` or :func:`label_message` then
-    :func:`encode_input` write it, when they would change nothing in it, else ``None``.
+def _as_is(wire: dict[str, Any] | list[dict[str, Any]]) -> bytes | None:
+    """``wire`` (an input event's wire dict, or a list of them) written by the input
+    encoder, when the codec's rules would change nothing in it, else ``None``.
 
     msgspec writes a NaN, an infinity and ``None`` as ``null``: a text without ``null``
     had none of them, and nothing to leave out or refuse (one with ``null`` inside a string
     goes the long way too).
     """
     try:
-        raw = _INPUT_ENCODER.encode(event.to_dict())
+        raw = _INPUT_ENCODER.encode(wire)
     except _CANNOT_WRITE:
         return None
     return None if b"null" in raw else raw
+
+
+def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
+    """``event``'s message as :func:`feature_message` or :func:`label_message` then
+    :func:`encode_input` write it, when they would change nothing in it (:func:`_as_is`),
+    else ``None``."""
+    return _as_is(event.to_dict())
 
 
 def written_many(events: Sequence[FeatureEvent | LabelEvent]) -> bytes | None:
     """The JSON array of ``events``' messages in one encoder call, when
-    :func:`input_message` would write each as it is (see :func:`_written`), else ``None``.
+    :func:`input_message` would write each as it is (:func:`_as_is`), else ``None``.
 
     >>> written_many([LabelEvent("s", "1", 0.0, "UP", 1), LabelEvent("s", "2", 1.0, "UP", 3)])
     b'[{"stream":"s","id":"1","ts":0.0,"y":"UP","seq":1},{"stream":"s","id":"2","ts":1.0,"y":"UP","seq":3}]'
     """
-    try:
-        raw = _INPUT_ENCODER.encode([event.to_dict() for event in events])
-    except _CANNOT_WRITE:
-        return None
-    return None if b"null" in raw else raw
+    return _as_is([event.to_dict() for event in events])
 
 
 def input_message(event: InputEvent) -> tuple[tuple[str, ...], bytes]:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from streameval.agents.codec import input_message, written_many
 from streameval.agents.config import KafkaSettings
-from streameval.agents.first_delivery import ask_metadata
+from streameval.agents.first_delivery import ready_producer
 from streameval.agents.topics import PARTITIONER, TopicNames
 from streameval.pipeline.events import FeatureEvent, InputEvent, LabelEvent
 
@@ -240,6 +240,15 @@ def _make_progress(progress: Any, total: int | None) -> Any:
     return Progress(total=total, label="events", stream=sys.stderr, enabled=enabled)
 
 
+def replay_producer(settings: KafkaSettings, producer_config: dict[str, Any] | None = None) -> Any:
+    """A replay's producer: :data:`PRODUCER_DEFAULTS` and ``producer_config`` over the
+    connection settings, its first messages delivered at once
+    (:mod:`~streameval.agents.first_delivery`)."""
+    return ready_producer(
+        {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
+    )
+
+
 def replay(
     events: Iterable[InputEvent],
     settings: KafkaSettings | str,
@@ -286,7 +295,7 @@ def replay(
     Raises :class:`ReplayError` if any message was not delivered (after
     librdkafka's own retries), ``ValueError`` for an event JSON cannot carry.
     """
-    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka import KafkaException
 
     if speed is not None and not speed > 0:
         raise ValueError(f"speed must be > 0 (or None for as fast as possible), got {speed}")
@@ -299,10 +308,7 @@ def replay(
         total = len(events)  # type: ignore[arg-type]
 
     if producer is None:
-        producer = Producer(
-            {**settings.confluent_config(), **PRODUCER_DEFAULTS, **(producer_config or {})}
-        )
-        ask_metadata(producer)  # its first messages delivered at once (agents.first_delivery)
+        producer = replay_producer(settings, producer_config)
     stats = ReplayStats()
     errors: list[str] = []
 

@@ -221,15 +221,10 @@ def _next_word(conn: Any, stop: threading.Event) -> Any:
 
 
 def _producer(settings: KafkaSettings) -> Any:
-    """The replay's producer, its producer id asked for while the run sets up
-    (:mod:`~streameval.agents.first_delivery`)."""
-    from confluent_kafka import Producer
-    from streameval.agents.first_delivery import ask_metadata
-    from streameval.agents.replay import PRODUCER_DEFAULTS
+    """The replay's producer, its producer id asked for while the run sets up."""
+    from streameval.agents.replay import replay_producer
 
-    producer = Producer({**settings.confluent_config(), **PRODUCER_DEFAULTS})
-    ask_metadata(producer)
-    return producer
+    return replay_producer(settings)
 
 
 def _replay(

@@ -46,15 +46,16 @@ def experiment_message(config: Any) -> bytes:
 
 def submit_experiment(settings: KafkaSettings, config: Any) -> None:
     """Write ``config`` to the compacted experiments topic (key = stream id)."""
-    from confluent_kafka import Producer
-    from streameval.agents.first_delivery import ask_metadata
+    from streameval.agents.first_delivery import ready_producer
     from streameval.agents.topics import PARTITIONER, TopicNames
 
     value = experiment_message(config)
     # a stream's definition must land on the same partition number as its events, or
     # another worker would own it
-    producer = Producer({**settings.confluent_config(), "enable.idempotence": True, **PARTITIONER})
-    ask_metadata(producer)  # else the flush can wait a second (agents.first_delivery)
+    # made ready, else the flush can wait a second (agents.first_delivery)
+    producer = ready_producer(
+        {**settings.confluent_config(), "enable.idempotence": True, **PARTITIONER}
+    )
     names = TopicNames.for_prefix(settings.topic_prefix)
     producer.produce(names.experiments, value, config.stream.encode("utf-8"))
     if producer.flush(30):

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streameval.agents.codec import encode, input_message
-from streameval.agents.first_delivery import ask_metadata
+from streameval.agents.first_delivery import ready_producer
 from streameval.agents.mapping import RecordError, SourceMapping
 from streameval.agents.topics import PARTITIONER, TopicNames
 from streameval.pipeline.events import FeatureEvent, LabelEvent
@@ -125,7 +125,7 @@ class SourceRepartition:
         group_id: str,
         commit_every: float = 1.0,
     ) -> None:
-        from confluent_kafka import Consumer, Producer
+        from confluent_kafka import Consumer
 
         self.mapping = mapping
         self.names = names
@@ -140,10 +140,9 @@ class SourceRepartition:
                 "enable.partition.eof": True,
             }
         )
-        self.producer = Producer(
+        self.producer = ready_producer(  # its first events go at once (agents.first_delivery)
             {**config, "enable.idempotence": True, "acks": "all", "linger.ms": 20, **PARTITIONER}
         )
-        ask_metadata(self.producer)  # its first events delivered at once (agents.first_delivery)
         self.kind_of = {mapping.features_topic: "features", mapping.labels_topic: "labels"}
         self.order: dict[str, PartitionOrder] = {}
         self.failures: list[str] = []

@@ -1,6 +1,6 @@
-"""A new idempotent producer gets its producer id when it asks for the cluster's metadata
-(:mod:`streameval.agents.first_delivery`), not at the 500 ms retry of librdkafka's state
-machine.
+"""A new idempotent producer made by :func:`~streameval.agents.first_delivery.ready_producer`
+has its producer id from its request for the cluster's metadata, not at the 500 ms retry of
+librdkafka's state machine.
 
 When the id came is read from librdkafka's own statistics: the client's age at the first
 report in state ``Assigned``, less the age of that state. Without the request it came at
@@ -14,9 +14,8 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from streameval.agents.config import KafkaSettings
-from streameval.agents.first_delivery import ask_metadata
+from streameval.agents.first_delivery import ready_producer
 from streameval.agents.replay import PRODUCER_DEFAULTS
 
 pytestmark = pytest.mark.kafka
@@ -28,7 +27,7 @@ RETRY_MS = 500
 def _id_came_after_ms(settings: KafkaSettings) -> float:
     """Milliseconds from a new replay producer's creation to its producer id, by librdkafka."""
     stats: list[dict[str, Any]] = []
-    producer = Producer(
+    producer = ready_producer(
         {
             **settings.confluent_config(),
             **PRODUCER_DEFAULTS,
@@ -36,7 +35,6 @@ def _id_came_after_ms(settings: KafkaSettings) -> float:
             "stats_cb": lambda text: stats.append(json.loads(text)),
         }
     )
-    ask_metadata(producer)
     deadline = time.monotonic() + 30
     while True:
         assigned = [s for s in stats if s["eos"]["idemp_state"] == "Assigned"]
