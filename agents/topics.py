@@ -36,6 +36,9 @@ from typing import Any
 from streameval.schemas import KINDS
 
 log = logging.getLogger(__name__)
+#: librdkafka's own log lines of the admin client: through logging, never raw stderr (an
+#: admin client destroyed with an event nobody served prints a line about it otherwise).
+rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
 
 #: Every topic kind: the kinds that have a message schema (one list for both modules).
 TOPIC_KINDS: tuple[str, ...] = KINDS
@@ -158,7 +161,7 @@ def ensure_topics(
     counts = _partition_counts(partitions, kinds)
     names = TopicNames.for_prefix(prefix)
     wanted = {getattr(names, kind): kind for kind in kinds}
-    admin = AdminClient(dict(admin_config))
+    admin = AdminClient({"logger": rdkafka_log, **admin_config})
     existing = _partitions_of(admin, list(wanted), timeout)
 
     to_create = [
