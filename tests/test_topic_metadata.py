@@ -72,10 +72,23 @@ def test_a_broker_that_cannot_describe_topics_is_asked_for_the_listing(code: int
     assert admin.listed == 1
 
 
-def test_another_error_names_the_topic() -> None:
-    admin = _Admin({}, KafkaError.TOPIC_AUTHORIZATION_FAILED)
-    with pytest.raises(TopicError, match=r"cannot describe topic p\.features: .*uthoriz"):
-        _partitions_of(admin, ["p.features"], 1.0)
+@pytest.mark.parametrize(
+    "code", [KafkaError.LEADER_NOT_AVAILABLE, KafkaError.TOPIC_AUTHORIZATION_FAILED]
+)
+def test_a_topic_described_with_an_error_is_missing(code: int) -> None:
+    """As a topic listed with an error: not there yet (``ensure_topics`` waits for it, or
+    its creation says why it cannot be made)."""
+    admin = _Admin({"p.features": 3}, code)
+    assert _partitions_of(admin, ["p.features", "p.labels"], 1.0) == {"p.features": 3}
+    assert admin.listed == 0
+
+
+def test_a_cluster_that_does_not_answer_is_listed_for_the_error() -> None:
+    admin = _Admin({}, KafkaError._TIMED_OUT)
+    assert _partitions_of(admin, ["p.features"], 1.0) == {}  # it answered the listing
+    assert admin.listed == 1
+    with pytest.raises(TopicError, match=r"cannot list topics: .*transport failure"):
+        ensure_topics({"bootstrap.servers": "127.0.0.1:1"}, 2, timeout=1.0)
 
 
 @pytest.mark.kafka
