@@ -127,7 +127,7 @@ AGAIN = """
 import sys
 from streameval.agents.config import KafkaSettings
 from streameval.agents.topics import ensure_topics
-conf = KafkaSettings(bootstrap_servers=sys.argv[1]).confluent_config()
+conf = KafkaSettings.from_env().with_bootstrap(sys.argv[1]).confluent_config()
 for _ in range(150):
     ensure_topics(conf, 2, prefix=sys.argv[2])
 """
