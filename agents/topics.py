@@ -189,7 +189,9 @@ def ensure_topics(
         if failures:
             raise TopicError("cannot create topics: " + "; ".join(failures))
 
-    actual = _wait_for_metadata(admin, list(wanted), timeout)
+    # the topics found are described already: only those just created are waited for
+    made = [t.topic for t in to_create]
+    actual = {**existing, **(_wait_for_metadata(admin, made, timeout) if made else {})}
     mismatches = [
         f"{name} has {actual[name]} partitions, expected {counts[kind]}"
         for name, kind in wanted.items()
