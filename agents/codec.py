@@ -55,8 +55,6 @@ from streameval.pipeline.events import (
     PredictionEvent,
     clean,
     event_from_dict,
-    new_features,
-    new_label,
 )
 from streameval.schemas import MAX_MESSAGE_BYTES, reason_text, validate, validator_of
 from streameval.schemas.packed import event_decoder, packed_decoder
@@ -307,9 +305,9 @@ def _common_events(topic_kind: str, raw: bytes) -> list[InputEvent] | None:
     if len(items) > MAX_PACKED_EVENTS:
         return None
     if topic_kind == "features":
-        make = new_features
+        make = FeatureEvent
         return [make(e.stream, e.id, e.ts, e.x, e.seq) for e in items]
-    label = new_label
+    label = LabelEvent
     return [label(e.stream, e.id, e.ts, e.y, e.seq) for e in items]
 
 
@@ -345,9 +343,9 @@ def input_events_one_by_one(
 def _input_event(d: dict[str, Any]) -> InputEvent:
     """The event of a valid input message (:func:`event_from_dict`, less the copies)."""
     if "x" in d:
-        return new_features(d["stream"], d["id"], float(d["ts"]), d["x"], int(d["seq"]))
+        return FeatureEvent(d["stream"], d["id"], float(d["ts"]), d["x"], int(d["seq"]))
     if "y" in d:
-        return new_label(d["stream"], d["id"], float(d["ts"]), d["y"], int(d["seq"]))
+        return LabelEvent(d["stream"], d["id"], float(d["ts"]), d["y"], int(d["seq"]))
     return event_from_dict(d)
 
 
@@ -406,8 +404,8 @@ def end_message(event: EndOfStream) -> dict[str, Any]:
     }
 
 
-def _as_is(wire: dict[str, Any] | list[dict[str, Any]]) -> bytes | None:
-    """``wire`` (an input event's wire dict, or a list of them) written by the input
+def _as_is(wire: Any) -> bytes | None:
+    """``wire`` (an input event or its wire dict, or a list of them) written by the input
     encoder, when the codec's rules would change nothing in it, else ``None``.
 
     msgspec writes a NaN, an infinity and ``None`` as ``null``: a text without ``null``
@@ -424,8 +422,8 @@ def _as_is(wire: dict[str, Any] | list[dict[str, Any]]) -> bytes | None:
 def _written(event: FeatureEvent | LabelEvent) -> bytes | None:
     """``event``'s message as :func:`feature_message` or :func:`label_message` then
     :func:`encode_input` write it, when they would change nothing in it (:func:`_as_is`),
-    else ``None``."""
-    return _as_is(event.to_dict())
+    else ``None``. The encoder writes an event's fields, in order: its wire dict."""
+    return _as_is(event)
 
 
 def written_many(events: Sequence[FeatureEvent | LabelEvent]) -> bytes | None:
@@ -435,7 +433,7 @@ def written_many(events: Sequence[FeatureEvent | LabelEvent]) -> bytes | None:
     >>> written_many([LabelEvent("s", "1", 0.0, "UP", 1), LabelEvent("s", "2", 1.0, "UP", 3)])
     b'[{"stream":"s","id":"1","ts":0.0,"y":"UP","seq":1},{"stream":"s","id":"2","ts":1.0,"y":"UP","seq":3}]'
     """
-    return _as_is([event.to_dict() for event in events])
+    return _as_is(events)
 
 
 def input_message(event: InputEvent) -> tuple[tuple[str, ...], bytes]:

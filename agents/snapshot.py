@@ -167,6 +167,14 @@ class _JoinedUnpickler(pickle.Unpickler):
 
 def joined_loads(blob: bytes, signature: str, key: bytes, large: Mapping[str, Large]) -> Any:
     """Unpickle ``blob`` with its large values, only if ``signature`` is its HMAC under
-    ``key`` (:class:`CheckpointError` otherwise, or for a value missing or not matching)."""
+    ``key`` (:class:`CheckpointError` otherwise, for a value missing or not matching, and
+    for a verified pickle this version cannot rebuild: another version's classes)."""
     verify(blob, signature, key)
-    return _JoinedUnpickler(io.BytesIO(blob), large).load()
+    try:
+        return _JoinedUnpickler(io.BytesIO(blob), large).load()
+    except CheckpointError:
+        raise
+    except Exception as exc:  # signed by a worker of another version: not readable here
+        raise CheckpointError(
+            f"checkpoint cannot be read by this streameval version ({type(exc).__name__}: {exc})"
+        ) from exc

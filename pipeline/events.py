@@ -21,6 +21,12 @@ is seen after them (this makes ``time:S`` with ``S = N * step`` equal to the
 Labels of classification streams are strings (as in the CSV files and on the
 wire); regression targets are floats.
 
+The input events are frozen ``msgspec`` Structs: a replay and a decoder make one per event,
+and a Struct is made about five times faster than a frozen dataclass (2.9 ms against 14 ms
+for Electricity's 45,312 feature events); their fields, in order, are their wire form, so
+the replay's encoder writes a pack of them in one call with no dict in between
+(:func:`streameval.agents.codec.written_many`).
+
 Output events are what an :class:`~streameval.pipeline.experiment.Experiment` emits:
 :class:`PredictionEvent`, :class:`DriftEvent` and :class:`MetricSnapshot`; :func:`clean`
 turns NaN and infinities into ``None`` (JSON ``null``) in every document it emits.
@@ -29,8 +35,10 @@ turns NaN and infinities into ``None`` (JSON ``null``) in every document it emit
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import msgspec
 
 Label = str
 Target = str | float
@@ -38,8 +46,7 @@ FeatureValue = float | str
 Features = dict[str, FeatureValue]
 
 
-@dataclass(frozen=True, slots=True)
-class FeatureEvent:
+class FeatureEvent(msgspec.Struct, frozen=True, gc=False):
     """The features ``x`` of instance ``id`` of stream ``stream``, known at ``ts``.
 
     A second feature event with the same ``id`` while the instance is still
@@ -53,7 +60,7 @@ class FeatureEvent:
     x: Features
     seq: int = 0
 
-    kind: Literal["features"] = field(default="features", init=False)
+    kind: ClassVar[Literal["features"]] = "features"
 
     @property
     def order_key(self) -> tuple[float, int]:
@@ -63,8 +70,7 @@ class FeatureEvent:
         return {"stream": self.stream, "id": self.id, "ts": self.ts, "x": self.x, "seq": self.seq}
 
 
-@dataclass(frozen=True, slots=True)
-class LabelEvent:
+class LabelEvent(msgspec.Struct, frozen=True, gc=False):
     """The true label ``y`` of instance ``id``, arriving at event time ``ts``."""
 
     stream: str
@@ -73,7 +79,7 @@ class LabelEvent:
     y: Target
     seq: int = 0
 
-    kind: Literal["label"] = field(default="label", init=False)
+    kind: ClassVar[Literal["label"]] = "label"
 
     @property
     def order_key(self) -> tuple[float, int]:
@@ -83,8 +89,7 @@ class LabelEvent:
         return {"stream": self.stream, "id": self.id, "ts": self.ts, "y": self.y, "seq": self.seq}
 
 
-@dataclass(frozen=True, slots=True)
-class EndOfStream:
+class EndOfStream(msgspec.Struct, frozen=True, gc=False):
     """No more events will come for ``stream``; ``n_events`` were scheduled."""
 
     stream: str
@@ -92,7 +97,7 @@ class EndOfStream:
     seq: int
     n_events: int = 0
 
-    kind: Literal["end"] = field(default="end", init=False)
+    kind: ClassVar[Literal["end"]] = "end"
 
     @property
     def order_key(self) -> tuple[float, int]:
@@ -166,54 +171,11 @@ class DriftEvent:
         }
 
 
-# A frozen dataclass sets each field in __init__ through object.__setattr__; decoders that
-# build an event per message item set the slots directly, at half the cost.
-_new = object.__new__
-_f_stream, _f_id, _f_ts, _f_x, _f_seq, _f_kind = (
-    getattr(FeatureEvent, name).__set__ for name in ("stream", "id", "ts", "x", "seq", "kind")
-)
-_l_stream, _l_id, _l_ts, _l_y, _l_seq, _l_kind = (
-    getattr(LabelEvent, name).__set__ for name in ("stream", "id", "ts", "y", "seq", "kind")
-)
-
-
-def new_features(stream: str, id: str, ts: float, x: Features, seq: int) -> FeatureEvent:
-    """``FeatureEvent(stream, id, ts, x, seq)``, made faster (a decoder's hot path).
-
-    >>> new_features("s", "1", 0.0, {"a": 1.0}, 3) == FeatureEvent("s", "1", 0.0, {"a": 1.0}, 3)
-    True
-    """
-    event = _new(FeatureEvent)
-    _f_stream(event, stream)
-    _f_id(event, id)
-    _f_ts(event, ts)
-    _f_x(event, x)
-    _f_seq(event, seq)
-    _f_kind(event, "features")
-    return event
-
-
-def new_label(stream: str, id: str, ts: float, y: Target, seq: int) -> LabelEvent:
-    """``LabelEvent(stream, id, ts, y, seq)``, made faster (see :func:`new_features`).
-
-    >>> new_label("s", "1", 0.0, "a", 3) == LabelEvent("s", "1", 0.0, "a", 3)
-    True
-    """
-    event = _new(LabelEvent)
-    _l_stream(event, stream)
-    _l_id(event, id)
-    _l_ts(event, ts)
-    _l_y(event, y)
-    _l_seq(event, seq)
-    _l_kind(event, "label")
-    return event
-
-
 def event_from_dict(d: dict[str, Any]) -> InputEvent:
     """Rebuild an input event from its wire form (see ``schemas/``).
 
     >>> event_from_dict({"stream": "s", "id": "1", "ts": 0.0, "x": {"a": 1.0}, "seq": 3})
-    FeatureEvent(stream='s', id='1', ts=0.0, x={'a': 1.0}, seq=3, kind='features')
+    FeatureEvent(stream='s', id='1', ts=0.0, x={'a': 1.0}, seq=3)
     """
     if "x" in d:
         seq = int(d.get("seq", 0))

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from streameval.pipeline.events import EndOfStream, FeatureEvent, InputEvent, LabelEvent
 from streameval.pipeline.merge import Source
@@ -251,8 +251,8 @@ class IngestGuard:
     ) -> list[InputEvent]:
         y = event.y
         if not self.numeric_target:
-            if y.__class__ is not str:
-                event = replace(event, y=str(y))  # a class label travels as a string
+            if y.__class__ is not str:  # a class label travels as a string
+                event = LabelEvent(event.stream, event.id, event.ts, str(y), event.seq)
         elif not _is_number(y):
             reason = f"label {y!r} for id {event.id!r}: a regression target is a number"
             rejected.append(self._reject("wrong_target", reason, event, source))

@@ -73,8 +73,9 @@ from streameval.pipeline.paired import PairedAdmission
 
 # The layout of a pickled StreamRunner and what it holds; a checkpoint of another layout is
 # refused at restore (its stream restarts), never restored into objects that fail later.
-# Since format 3 the experiment is a ColumnarExperiment wherever the columnar core applies.
-CHECKPOINT_FORMAT = 3
+# Format 4 holds the input events as msgspec Structs (streameval.pipeline.events) and the
+# experiment as a ColumnarExperiment wherever the columnar core applies.
+CHECKPOINT_FORMAT = 4
 
 
 class StreamRunner:

@@ -56,3 +56,37 @@ def test_a_checkpoint_of_another_format_is_refused_naming_both(other: int | None
         f"checkpoint of 's' has format {written}, this worker reads format "
         f"{CHECKPOINT_FORMAT} (written by another streameval version)"
     )
+
+
+def test_a_checkpoint_holding_another_versions_events_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A signed checkpoint whose objects this version cannot rebuild (the frozen dataclass
+    events of format 3, pickled by reference to the same class name) is refused with
+    :class:`CheckpointError`, the worker's ``checkpoint_refused`` path, not an unpickling
+    error escaping the handler."""
+    import dataclasses
+
+    import streameval.pipeline.events as events
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class LabelEvent:  # the layout of a format-3 label event
+        stream: str
+        id: str
+        ts: float
+        y: str
+        seq: int = 0
+
+    LabelEvent.__module__, LabelEvent.__qualname__ = events.__name__, "LabelEvent"
+    runner = runner_with_a_label()
+    monkeypatch.setattr(events, "LabelEvent", LabelEvent)
+    runner.guard._orphans["9"] = (3600.0, LabelEvent("s", "9", 0.0, "a", 5))  # type: ignore[assignment]
+    parts = list(StreamCheckpoints(KEY).parts("s", runner))
+    monkeypatch.undo()
+    reader = CheckpointReader()
+    for _, message in parts:
+        reader.add(message)
+    checkpoints = StreamCheckpoints(KEY)
+    checkpoints.reader = reader
+    with pytest.raises(CheckpointError, match="cannot be read by this streameval version"):
+        checkpoints.take("s")

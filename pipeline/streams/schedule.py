@@ -40,7 +40,7 @@ never comes before its own instance's features (delay 0 stays test-then-train).
 >>> " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
 'F0 F1 F2 L0 F3 L1 L2 L3 E'
 >>> events[-1]
-EndOfStream(stream='s', ts=3.0, seq=8, n_events=8, kind='end')
+EndOfStream(stream='s', ts=3.0, seq=8, n_events=8)
 >>> events = replay_schedule("s", rows, InstanceDelay(2), labels_first=True)
 >>> " ".join(e.kind[0].upper() + getattr(e, "id", "") for e in events)
 'F0 F1 L0 F2 L1 F3 L2 L3 E'
@@ -52,13 +52,7 @@ import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-from streameval.pipeline.events import (
-    EndOfStream,
-    FeatureEvent,
-    LabelEvent,
-    new_features,
-    new_label,
-)
+from streameval.pipeline.events import EndOfStream, FeatureEvent, LabelEvent
 from streameval.pipeline.streams.base import Instance, Target
 from streameval.pipeline.streams.delay import DelayModel, EventTimeDelay, InstanceDelay
 
@@ -79,10 +73,10 @@ def replay_schedule(
     for step in schedule_steps(instances, delay, labels_first=labels_first):
         if step[0] == FEATURES:
             inst, last_ts = step[1], step[2]
-            yield new_features(stream, inst.id, last_ts, inst.x, seq)
+            yield FeatureEvent(stream, inst.id, last_ts, inst.x, seq)
         else:
             last_ts = step[2]
-            yield new_label(stream, step[1], last_ts, step[3], seq)
+            yield LabelEvent(stream, step[1], last_ts, step[3], seq)
         seq += 1
     yield EndOfStream(stream, last_ts, seq, seq)
 
