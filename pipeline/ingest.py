@@ -206,6 +206,47 @@ class IngestGuard:
             return self._admit_label(event, is_pending, source, nbytes, rejected), rejected  # type: ignore[arg-type]
         return [event], rejected
 
+    def admits_pair(self, features: FeatureEvent, label: LabelEvent) -> bool:
+        """Admit ``features`` and then ``label``, their instance's label at the same time,
+        when :meth:`admit` would pass both as they are and do nothing else; True then, with
+        the guard as those two calls leave it. False, with nothing changed, otherwise.
+
+        Those two calls do nothing else when no orphan label expires at their time or waits
+        for these features, the features were not refused before, are in range, of the
+        stream's width and not older than the newest admitted, the instance has no label
+        yet, and the label is a class (a string). The label finds its instance pending: its
+        features were admitted just before.
+
+        >>> guard = IngestGuard(feature_names=["v"])
+        >>> f = FeatureEvent("s", "1", 2.0, {"v": 1.0}, 0)
+        >>> guard.admits_pair(f, LabelEvent("s", "1", 2.0, "a", 1)), guard.clock
+        (True, 2.0)
+        >>> guard.admits_pair(f, LabelEvent("s", "1", 2.0, "a", 1))  # a second label
+        False
+        """
+        uid, ts, x = features.id, features.ts, features.x
+        names = self.feature_names
+        orphans = self._orphans
+        if orphans and (uid in orphans or next(iter(orphans.values()))[0] < ts):
+            return False  # it takes its orphan label, or the oldest orphan expires
+        if (
+            uid in self._refused
+            or self.numeric_target
+            or names is None
+            or label.id != uid
+            or label.ts != ts
+            or ts < self.clock
+            or label.y.__class__ is not str
+            or uid in self._labelled
+            or not x
+            or not x.keys() <= names
+            or _too_large(x.values()) is not None
+        ):
+            return False
+        self.clock = ts
+        self._remember(uid)
+        return True
+
     def _admit_features(
         self, event: FeatureEvent, source: Source | None, rejected: list[Rejection]
     ) -> list[InputEvent]:

@@ -12,6 +12,11 @@ class not seen yet, the end of the stream, newer features of a pending instance)
 run: the run is evaluated, then that event by itself, so every event is evaluated in the
 order the guard admitted it.
 
+A released pair that the guard passes as it is (the common case: no orphan label, no
+refused features, values in range, time not going back) is taken in one step
+(:meth:`PairedAdmission._plain_pairs`, :meth:`~streameval.pipeline.ingest.IngestGuard.admits_pair`);
+the others go through the guard event by event.
+
 The outputs, rejections, counts and results are those of the events evaluated one by
 one (``tests/test_paired_admission.py``). When the experiment fails, the event it failed
 on is rejected (``experiment_error``), and what the guard took after that event is
@@ -86,7 +91,10 @@ class PairedAdmission:
             opened = self.opened
             return (opened is not None and opened[0].id == uid) or uid in buffer.pending
 
-        for index, (event, source, nbytes) in enumerate(self.events):
+        events, n = self.events, len(self.events)
+        index = self._plain_pairs(0)
+        while index < n:
+            event, source, nbytes = events[index]
             before = len(self.rejections)
             admitted, rejected = guard.admit(event, is_pending, source, nbytes)
             if rejected:
@@ -98,7 +106,49 @@ class PairedAdmission:
                     continue
                 if not (self._flush(index) and (self._pair(taken) or self._one(taken, index))):
                     return False
-        return self._flush(len(self.events) - 1)
+            index = self._plain_pairs(index + 1)
+        return self._flush(n - 1)
+
+    def _plain_pairs(self, index: int) -> int:
+        """Add to the run the pairs released from ``index`` on that the guard passes as
+        they are (:meth:`~streameval.pipeline.ingest.IngestGuard.admits_pair`) and
+        :meth:`_pair` would join: new features of an instance not pending, then at once
+        its label, of a class the experiment has learned. Returns the index after them.
+
+        What the loop of :meth:`admit_all` does with such a pair, in one step: the loop's two
+        calls of the guard's ``admit`` and of :meth:`_pair` per instance cost more than the
+        bulk evaluation of the two baselines (Electricity: the admission took 145 ms, the
+        evaluation 45 ms of it; 110 ms with this step).
+        """
+        events, n = self.events, len(self.events)
+        if self.opened is not None or index + 1 >= n:
+            return index
+        admits = self.runner.guard.admits_pair
+        buffer, codes, is_label = self.exp.buffer, self.exp.codes.index, self.exp._is_label
+        pending, evicted = buffer.pending, buffer.evicted
+        run, where = self.run, self.where
+        mark = (1, len(self.rejections), self.runner.guard.n_retimed)  # none of them changes
+        while index + 1 < n:
+            f_item, l_item = events[index], events[index + 1]
+            features, label = f_item[0], l_item[0]
+            if features.__class__ is not FeatureEvent or label.__class__ is not LabelEvent:
+                break
+            uid = features.id
+            if uid in pending or (evicted and uid in evicted):
+                break
+            code = codes.get(label.y)
+            if code is None or code not in is_label or not admits(features, label):
+                break
+            self.marks += (mark, mark)
+            run.add(uid, features.ts, features.x, label.y)
+            where.append(
+                (
+                    (features, index, 0, f_item[1], f_item[2]),
+                    (label, index + 1, 0, l_item[1], l_item[2]),
+                )
+            )
+            index += 2
+        return index
 
     def _pair(self, taken: Taken) -> bool:
         """Open a pair with new features, or close the open one with their label."""

@@ -43,10 +43,17 @@ class Paired:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.n_paired = 0
+        self.n_plain = 0  # pairs taken in one step (PairedAdmission._plain_pairs)
         # (step, whether in a run of pairs, rejections withdrawn)
         self.failures: list[tuple[str, bool, int]] = []
         flush, failed = PairedAdmission._flush, PairedAdmission._failed
+        plain_pairs = PairedAdmission._plain_pairs
         spy = self
+
+        def counted_plain_pairs(self: PairedAdmission, index: int) -> int:
+            after = plain_pairs(self, index)
+            spy.n_plain += (after - index) // 2
+            return after
 
         def counted_flush(self: PairedAdmission, index: int) -> bool:
             n = len(self.run)
@@ -63,6 +70,7 @@ class Paired:
 
         monkeypatch.setattr(PairedAdmission, "_flush", counted_flush)
         monkeypatch.setattr(PairedAdmission, "_failed", counted_failed)
+        monkeypatch.setattr(PairedAdmission, "_plain_pairs", counted_plain_pairs)
 
 
 def test_pairs_in_bulk_give_what_events_one_by_one_give(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,6 +80,7 @@ def test_pairs_in_bulk_give_what_events_one_by_one_give(monkeypatch: pytest.Monk
         spy = Paired(monkeypatch)
         in_bulk = outcome(runner_for(config, True), messages)
         assert spy.n_paired > 100  # a good part of the 400 instances went in bulk
+        assert spy.n_plain > 50, spy.n_plain  # and many of them in the guard's one step
         one_by_one = outcome(runner_for(config, False), messages)
         assert one_by_one["finished"] and one_by_one["results"]["n_labelled"] > 200
         assert sum(o["kind"] == "periodic" for o in one_by_one["outputs"]) >= 3 * 3
