@@ -282,7 +282,69 @@ def test_fast_checkers_agree_with_json_schema(case: tuple[str, dict[str, Any]]) 
     assert (fast is None) == (ref is None), (kind, message, fast, ref)
 
 
+_EXPERIMENT_KEYS = [
+    "stream", "learners", "dataset", "task", "delay", "reeval_k", "bins", "window", "fading",
+    "weights", "detectors", "drift_reset", "positive", "auc_window", "pending_cap",
+    "snapshot_every", "max_lag", "seed", "drift_points", "limit", "features", "protocol",
+    "classes", "stop_at_labels", "extra",
+]  # fmt: skip
+_EXPERIMENT_VALUES = st.one_of(
+    _values, st.sampled_from([0, 1, 2, 2**63, -(2**63) - 1, 0.5, 1.0, 3.0, 1e-300]),
+    st.sampled_from(["classification", "regression", "papers", "moa", "natural", "time:60"]),
+    st.lists(st.sampled_from(["nb", "ht", "", "nb"]), max_size=3),
+    st.lists(st.integers(-2, 3), max_size=3), st.lists(st.text(max_size=2), max_size=2),
+)  # fmt: skip
+
+
+@st.composite
+def _experiment_mutants(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid definition with a few properties deleted, added or set to random values."""
+    base = copy.deepcopy(draw(st.sampled_from(VALID["experiments"])))
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(st.sampled_from(_EXPERIMENT_KEYS))
+        if draw(st.booleans()):
+            base.pop(key, None)
+        else:
+            base[key] = draw(_EXPERIMENT_VALUES)
+    decoded: dict[str, Any] = json.loads(json.dumps(base))
+    return decoded
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_experiment_mutants())
+def test_the_experiment_form_accepts_only_what_the_schema_accepts(message: dict[str, Any]) -> None:
+    """The form is a narrowing of experiments.json (and the reasons are the schema's)."""
+    from streameval.schemas.experiment_form import in_common_form
+
+    ref = schemas.validate("experiments", message, reference=True)
+    if in_common_form(message):
+        assert ref is None, (message, ref)
+    assert schemas.validate("experiments", message) == ref
+
+
+def test_definitions_run_makes_are_in_the_common_form() -> None:
+    """What ``run`` submits takes the form's way, not jsonschema's (its import is the cost)."""
+    from streameval.pipeline.config import ExperimentConfig
+    from streameval.schemas.experiment_form import in_common_form
+
+    from streameval.bench.plans import NB_METRICS, experiment_config
+
+    for message in VALID["experiments"]:
+        assert in_common_form(json.loads(json.dumps(message))), message
+    config = ExperimentConfig.from_dict(
+        {**experiment_config("electricity", ["nb", "ta:ht"], limit=None, **NB_METRICS),
+         "stream": "s", "reeval_k": 10, "bins": 5, "detectors": ["ph"], "seed": 3}
+    )  # fmt: skip
+    assert in_common_form(json.loads(codec.encode(config.to_dict())))
+
+
 def test_fixed_corpus_agreement() -> None:
+    for kind in ("experiments",):
+        for message in VALID[kind] + INVALID[kind]:
+            message = json.loads(json.dumps(message))
+            assert schemas.validate(kind, message) == schemas.validate(
+                kind, message, reference=True
+            ), message
     for kind in ("features", "labels", "predictions"):
         for message in VALID[kind] + INVALID[kind]:
             if isinstance(message, dict):
