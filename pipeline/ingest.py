@@ -244,7 +244,10 @@ class IngestGuard:
         ):
             return False
         self.clock = ts
-        self._remember(uid)
+        labelled = self._labelled  # _remember, inlined: a call per instance
+        labelled[uid] = None
+        if len(labelled) > self.remember:
+            labelled.popitem(last=False)
         return True
 
     def _admit_features(

@@ -80,7 +80,9 @@ class PairedAdmission:
         self.marks: list[tuple[int, int, int]] = []
         self.opened: Taken | None = None  # features waiting for their label
         self.run = InstanceBlock()  # the pairs to evaluate together
-        self.where: list[tuple[Taken, Taken]] = []  # each pair's features and label
+        # each pair's features and label; the index of the features in ``events`` for a pair
+        # taken by _plain_pairs (the events as released, at the indexes i and i + 1)
+        self.where: list[tuple[Taken, Taken] | int] = []
         self.n_paired = 0
 
     def admit_all(self) -> bool:
@@ -141,12 +143,7 @@ class PairedAdmission:
                 break
             self.marks += (mark, mark)
             run.add(uid, features.ts, features.x, label.y)
-            where.append(
-                (
-                    (features, index, 0, f_item[1], f_item[2]),
-                    (label, index + 1, 0, l_item[1], l_item[2]),
-                )
-            )
+            where.append(index)
             index += 2
         return index
 
@@ -199,8 +196,15 @@ class PairedAdmission:
         learner failed to predict, the label of the one it failed to learn (another
         exception: the features of the last instance begun)."""
         j = min(max(self.exp.n_instances - first - 1, 0), len(self.where) - 1)
-        features, label = self.where[j]
+        features, label = self._pair_at(self.where[j])
         return label if isinstance(exc, LearnerFailed) and exc.step == "learn" else features
+
+    def _pair_at(self, where: tuple[Taken, Taken] | int) -> tuple[Taken, Taken]:
+        """The features and label of a pair of the run (see ``where``)."""
+        if isinstance(where, tuple):
+            return where
+        (f, f_source, f_bytes), (lab, l_source, l_bytes) = self.events[where : where + 2]
+        return (f, where, 0, f_source, f_bytes), (lab, where + 1, 0, l_source, l_bytes)
 
     def _one(self, taken: Taken, index: int) -> bool:
         """Evaluate one admitted event by itself; False when the experiment failed on it."""
