@@ -70,11 +70,23 @@ class ExperimentForm(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     stop_at_labels: Union[Count1, None] = None  # noqa: UP007
 
 
+#: The form's array properties: msgspec takes a tuple for a list, the schema only a list.
+_ARRAYS = ("learners", "detectors", "drift_points", "features", "classes")
+
+
 def in_common_form(message: Any) -> bool:
-    """Whether ``message`` (a JSON-decoded definition) is in the common form above: then
-    ``experiments.json`` accepts it."""
+    """Whether ``message`` (a JSON-decoded definition, or a dict of the same types) is in
+    the common form above: then ``experiments.json`` accepts it.
+
+    >>> in_common_form({"stream": "s", "learners": ("nb",)})  # an array is a list
+    False
+    """
     if type(message) is not dict:
         return False
+    for key in _ARRAYS:
+        value = message.get(key)
+        if value is not None and type(value) is not list:
+            return False
     try:
         form = msgspec.convert(message, ExperimentForm)
     except msgspec.ValidationError:
