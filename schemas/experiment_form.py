@@ -3,7 +3,7 @@
 
 ``run`` checks the definition it submits, and the worker the one it reads; jsonschema does
 it in ~0.1 ms, but its first use imports it: 30-45 ms of CPU on ``run``'s critical path,
-more than the whole evaluation of a 1,000-instance stream. :func:`in_common_form` accepts
+before it forks its replay. :func:`in_common_form` accepts
 a definition when every property it has is one ``experiments.json`` names, with a value of
 the narrower form below; every definition it accepts, the schema accepts. Any other is
 checked by jsonschema, which finds its reason (:func:`streameval.schemas.validate`), so the
