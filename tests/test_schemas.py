@@ -334,7 +334,8 @@ def test_definitions_run_makes_are_in_the_common_form() -> None:
         {**experiment_config("electricity", ["nb", "ta:ht"], limit=None, **NB_METRICS),
          "stream": "s", "reeval_k": 10, "bins": 5, "detectors": ["ph"], "seed": 3}
     )  # fmt: skip
-    assert in_common_form(json.loads(codec.encode(config.to_dict())))
+    assert in_common_form(config.to_dict())  # what run checks before it submits
+    assert in_common_form(json.loads(codec.encode(config.to_dict())))  # what its worker reads
 
 
 def test_fixed_corpus_agreement() -> None:
