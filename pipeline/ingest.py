@@ -244,10 +244,7 @@ class IngestGuard:
         ):
             return False
         self.clock = ts
-        labelled = self._labelled  # _remember, inlined: a call per instance
-        labelled[uid] = None
-        if len(labelled) > self.remember:
-            labelled.popitem(last=False)
+        self._remember(uid)
         return True
 
     def _admit_features(

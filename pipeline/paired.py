@@ -125,9 +125,8 @@ class PairedAdmission:
         events, n = self.events, len(self.events)
         if self.opened is not None or index + 1 >= n:
             return index
-        admits = self.runner.guard.admits_pair
-        buffer, codes, is_label = self.exp.buffer, self.exp.codes.index, self.exp._is_label
-        pending, evicted = buffer.pending, buffer.evicted
+        admits, known = self.runner.guard.admits_pair, self._known
+        pending, evicted = self.exp.buffer.pending, self.exp.buffer.evicted
         run, where = self.run, self.where
         mark = (1, len(self.rejections), self.runner.guard.n_retimed)  # none of them changes
         while index + 1 < n:
@@ -138,8 +137,7 @@ class PairedAdmission:
             uid = features.id
             if uid in pending or (evicted and uid in evicted):
                 break
-            code = codes.get(label.y)
-            if code is None or code not in is_label or not admits(features, label):
+            if not known(label.y) or not admits(features, label):
                 break
             self.marks += (mark, mark)
             run.add(uid, features.ts, features.x, label.y)
