@@ -9,8 +9,9 @@ time -- never half-way through writing its state.
 time with a reason and the number of failed attempts. Three sources report to
 it:
 
-* :class:`BrokerMonitor`, a thread that asks the cluster for its metadata
-  (``list_topics``) every :data:`PROBE_INTERVAL` seconds while it answers and,
+* :class:`BrokerMonitor`, a thread that asks the cluster for the metadata of one
+  of the pipeline's topics (``list_topics``; the whole cluster's when no topic is
+  named) every :data:`PROBE_INTERVAL` seconds while it answers and,
   once it does not, retries with exponential backoff (:class:`Backoff`),
   logging every attempt with its delay. A paused broker (connections open, no
   answers) and a dead one (connection refused) both fail the probe within
@@ -306,8 +307,19 @@ class BrokerMonitor(threading.Thread):
             self.stopped.wait(delay)
 
 
-def metadata_probe(config: dict[str, Any]) -> Callable[[float], str | None]:
-    """A probe asking the cluster of ``config`` (librdkafka settings) for its metadata."""
+def metadata_probe(
+    config: dict[str, Any], topic: str | None = None
+) -> Callable[[float], str | None]:
+    """A probe asking the cluster of ``config`` (librdkafka settings) for the metadata of
+    ``topic``, or of every topic when ``topic`` is ``None``.
+
+    The answer names the brokers either way. A listing of every topic costs the broker
+    and this process in proportion to the cluster's topics, every second: at 681 topics
+    on the embedded broker a warm client's listing took 4.0 ms (2.2 ms of this process's
+    CPU), one topic's metadata 0.19 ms (0.08 ms). Asking for a topic never creates it
+    (``allow.auto.create.topics`` off): a missing one is an error of that topic, and the
+    broker still answers.
+    """
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -317,13 +329,14 @@ def metadata_probe(config: dict[str, Any]) -> Callable[[float], str | None]:
         "reconnect.backoff.ms": 100,
         "reconnect.backoff.max.ms": 1000,
         "log.connection.close": False,
+        "allow.auto.create.topics": False,
         "logger": logging.getLogger(__name__ + ".librdkafka"),
     }
     admin = AdminClient(conf)
 
     def probe(timeout: float) -> str | None:
         try:
-            md = admin.list_topics(timeout=timeout)
+            md = admin.list_topics(topic=topic, timeout=timeout)
         except KafkaException as exc:
             error = exc.args[0] if exc.args else exc
             return str(error.str() if hasattr(error, "str") else error)
@@ -376,11 +389,13 @@ def watch_broker(
     describe: Callable[[], str] = str,
     who: str = "streameval worker",
     advice: str = WORKER_ADVICE,
+    topic: str | None = None,
 ) -> tuple[BrokerHealth, BrokerMonitor]:
-    """Start a :class:`BrokerMonitor` on the cluster of ``config`` (librdkafka settings)."""
+    """Start a :class:`BrokerMonitor` on the cluster of ``config`` (librdkafka settings),
+    probing the metadata of ``topic`` (:func:`metadata_probe`)."""
     health = BrokerHealth(str(config.get("bootstrap.servers", "")), timeout)
     monitor = BrokerMonitor(
-        health, metadata_probe(config), exit_when_expired(describe, who, advice)
+        health, metadata_probe(config, topic), exit_when_expired(describe, who, advice)
     )
     monitor.start()
     return health, monitor

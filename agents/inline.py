@@ -180,6 +180,7 @@ def run_inline(
         describe=lambda: f"stream {stream}",
         who="streameval run",
         advice="Run it again once the broker is back.",
+        topic=TopicNames.for_prefix(settings.topic_prefix).metrics,
     )
     worker: StreamWorker | None = None
     try:

@@ -79,3 +79,26 @@ def test_partially_existing_topics(
     assert describe_topics(conf, kafka_prefix) == {names.features: 3, names.labels: 3}
     with pytest.raises(TopicMismatch, match="labels has 3 partitions, expected 5"):
         ensure_topics(conf, 5, prefix=kafka_prefix, kinds=["labels"])
+
+
+def test_the_broker_probes_name_one_topic_and_never_create_it(
+    kafka_settings: KafkaSettings,  # noqa: F811
+    kafka_prefix: str,  # noqa: F811
+) -> None:
+    """The health monitor's probe and ``wait_for_broker`` ask for one topic's metadata:
+    the broker answers for a topic it does not have, and does not create it."""
+    import socket
+
+    from streameval.agents.broker import PROBE_TOPIC, wait_for_broker
+    from streameval.agents.health import metadata_probe
+
+    config = kafka_settings.confluent_config()
+    missing = TopicNames.for_prefix(kafka_prefix).metrics
+    assert metadata_probe(config, missing)(5.0) is None  # the broker answers
+    assert wait_for_broker(config["bootstrap.servers"], 10.0, config=config) >= 1
+    listed = AdminClient(dict(config)).list_topics(timeout=10.0).topics
+    assert missing not in listed and PROBE_TOPIC not in listed
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert metadata_probe({"bootstrap.servers": f"127.0.0.1:{port}"}, missing)(1.0)

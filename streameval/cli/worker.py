@@ -46,12 +46,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
     service_log.configure(args.log_format, args.loglevel)  # one structured line per record
     # broker lost mid-run: unhealthy, retries with backoff, exits after --broker-timeout
     from streameval.agents.health import broker_timeout, watch_broker
+    from streameval.agents.topics import TopicNames
 
     checkpoints: dict[str, int] = {}
     health, monitor = watch_broker(
         settings.confluent_config(),
         broker_timeout(args.broker_timeout),
         describe=lambda: f"last checkpoints {checkpoints}" if checkpoints else "no checkpoint yet",
+        topic=TopicNames.for_prefix(settings.topic_prefix).metrics,
     )
     try:
         producer = watched_producer(settings, health)
