@@ -41,6 +41,9 @@ from streameval.pipeline.merge import Queued, Source
 if TYPE_CHECKING:
     from streameval.pipeline.runner import StreamRunner
 
+#: Fewest pairs :meth:`PairedAdmission._bulk_pairs` looks at in one window.
+WINDOW_MIN = 8
+
 # an admitted event and where it came from: the event, the index of the released event
 # whose admission gave it, its position in what that admission gave, its source, its bytes
 Taken = tuple[Any, int, int, Source | None, int]
@@ -84,6 +87,7 @@ class PairedAdmission:
         # taken by _plain_pairs (the events as released, at the indexes i and i + 1)
         self.where: list[tuple[Taken, Taken] | int] = []
         self.n_paired = 0
+        self.window = WINDOW_MIN * 8  # pairs _bulk_pairs looks at next
 
     def admit_all(self) -> bool:
         """Admit and evaluate every event; False when the experiment failed on one."""
@@ -122,6 +126,7 @@ class PairedAdmission:
         bulk evaluation of the two baselines (Electricity: the admission took 145 ms, the
         evaluation 45 ms of it; 110 ms with this step).
         """
+        index = self._bulk_pairs(index)
         events, n = self.events, len(self.events)
         if self.opened is not None or index + 1 >= n:
             return index
@@ -144,6 +149,61 @@ class PairedAdmission:
             where.append(index)
             index += 2
         return index
+
+    def _bulk_pairs(self, index: int) -> int:
+        """What :meth:`_plain_pairs`' loop does with the pairs released from ``index`` on
+        (features, then their label), done over windows of them at once while it would
+        take every pair of a window (the guard's
+        :meth:`~streameval.pipeline.ingest.IngestGuard.admits_pairs`). Returns the index
+        after the windows taken.
+
+        A window that might hold a pair the loop would stop at is left to the loop and the
+        next window is half as long (at least :data:`WINDOW_MIN` pairs), a window taken
+        makes the next one twice as long: a miss costs no more than the pairs it looked at,
+        and a stream with bad events everywhere costs a few checks per bad event.
+        Electricity's pairs through the worker: 53 ms in windows, 67 ms by the loop alone.
+        """
+        while True:
+            m = min((len(self.events) - index) // 2, self.window)
+            if m < 2 or self.opened is not None or self.runner.guard.n_orphans:
+                return index
+            taken = self._window(index, m)
+            if not taken:
+                self.window = max(WINDOW_MIN, self.window // 2)
+                return index
+            index += 2 * taken
+            self.window *= 2
+
+    def _window(self, index: int, m: int) -> int:
+        """Take the ``m`` pairs from ``index`` on (fewer when an event of another kind
+        comes before) when the loop would take them all; how many were taken (0: none)."""
+        events = self.events
+        fs = [item[0] for item in events[index : index + 2 * m : 2]]
+        ls = [item[0] for item in events[index + 1 : index + 2 * m : 2]]
+        if {f.__class__ for f in fs} != {FeatureEvent} or {e.__class__ for e in ls} != {LabelEvent}:
+            m = next(
+                i
+                for i, (f, lab) in enumerate(zip(fs, ls, strict=True))
+                if f.__class__ is not FeatureEvent or lab.__class__ is not LabelEvent
+            )  # the pairs before the first event of another kind
+            del fs[m:], ls[m:]
+        ids = [f.id for f in fs]
+        pending, evicted = self.exp.buffer.pending, self.exp.buffer.evicted
+        if not pending.keys().isdisjoint(ids) or (evicted and not evicted.keys().isdisjoint(ids)):
+            return 0
+        ys = [lab.y for lab in ls]
+        if m < 2 or not all(map(self._known, set(ys))):
+            return 0
+        if not self.runner.guard.admits_pairs(fs, ls):
+            return 0
+        self.marks += [(1, len(self.rejections), self.runner.guard.n_retimed)] * (2 * m)
+        run = self.run
+        run.ids += ids
+        run.ts += [f.ts for f in fs]
+        run.xs += [f.x for f in fs]
+        run.ys += ys
+        self.where += range(index, index + 2 * m, 2)
+        return m
 
     def _pair(self, taken: Taken) -> bool:
         """Open a pair with new features, or close the open one with their label."""

@@ -35,11 +35,13 @@ KEY = b"columnar-worker-checkpoint-key-0123456789"
 
 
 def messy_messages(
-    seed: int, delay: str = "30", pack: int = 7
+    seed: int, delay: str = "30", pack: int = 7, orphans: bool = True
 ) -> tuple[ExperimentConfig, list[tuple[str, bytes]]]:
     """An Electricity prefix with a delay, packed ``pack`` events a message, with bad input
     of every kind mixed in: out-of-order and duplicate labels, orphans, unknown ids, wrong
-    widths, magnitudes out of range, strings too long, redelivered messages."""
+    widths, magnitudes out of range, strings too long, redelivered messages (``orphans``
+    False: no features left out and no unknown id, the two kinds that leave labels
+    waiting for features that never come)."""
     rng = random.Random(seed)
     dataset, config = prepare(
         ExperimentConfig(
@@ -56,6 +58,8 @@ def messy_messages(
         d = event.to_dict()
         kind = "features" if isinstance(event, FeatureEvent) else "labels"
         r = rng.random()
+        if not orphans and (r < 0.03 or (kind == "labels" and 0.04 <= r < 0.06)):
+            r = 1.0
         if kind == "features" and r < 0.03:
             continue  # its label becomes an orphan
         if kind == "features" and r < 0.06:

@@ -21,8 +21,8 @@ from streameval.pipeline.runner import StreamRunner
 from test_columnar_worker import fed, messy_messages
 
 
-def runner_for(config: ExperimentConfig, pairs: bool) -> StreamRunner:
-    runner = StreamRunner(config, emit_predictions=False, orphan_ttl=5e4)
+def runner_for(config: ExperimentConfig, pairs: bool, orphan_ttl: float = 5e4) -> StreamRunner:
+    runner = StreamRunner(config, emit_predictions=False, orphan_ttl=orphan_ttl)
     runner.pairs = pairs
     runner.bind(BytePool(None), 150_000, 60)  # tight: some events are refused
     assert isinstance(runner.experiment, ColumnarExperiment)
@@ -44,11 +44,17 @@ class Paired:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.n_paired = 0
         self.n_plain = 0  # pairs taken in one step (PairedAdmission._plain_pairs)
+        self.n_bulk = 0  # of those, pairs taken a window at a time (_bulk_pairs)
         # (step, whether in a run of pairs, rejections withdrawn)
         self.failures: list[tuple[str, bool, int]] = []
         flush, failed = PairedAdmission._flush, PairedAdmission._failed
-        plain_pairs = PairedAdmission._plain_pairs
+        plain_pairs, bulk_pairs = PairedAdmission._plain_pairs, PairedAdmission._bulk_pairs
         spy = self
+
+        def counted_bulk_pairs(self: PairedAdmission, index: int) -> int:
+            after = bulk_pairs(self, index)
+            spy.n_bulk += (after - index) // 2
+            return after
 
         def counted_plain_pairs(self: PairedAdmission, index: int) -> int:
             after = plain_pairs(self, index)
@@ -71,17 +77,20 @@ class Paired:
         monkeypatch.setattr(PairedAdmission, "_flush", counted_flush)
         monkeypatch.setattr(PairedAdmission, "_failed", counted_failed)
         monkeypatch.setattr(PairedAdmission, "_plain_pairs", counted_plain_pairs)
+        monkeypatch.setattr(PairedAdmission, "_bulk_pairs", counted_bulk_pairs)
 
 
 def test_pairs_in_bulk_give_what_events_one_by_one_give(monkeypatch: pytest.MonkeyPatch) -> None:
     kinds: set[str] = set()
-    for seed in (1, 2, 3):
-        config, messages = messy_messages(seed, delay="0", pack=50)
+    for seed, orphans in ((1, True), (2, True), (3, True), (4, False), (5, False)):
+        config, messages = messy_messages(seed, delay="0", pack=50, orphans=orphans)
+        ttl = 5e4 if orphans else 3600.0  # the labels of rejected features wait 2 instances
         spy = Paired(monkeypatch)
-        in_bulk = outcome(runner_for(config, True), messages)
+        in_bulk = outcome(runner_for(config, True, ttl), messages)
         assert spy.n_paired > 100  # a good part of the 400 instances went in bulk
         assert spy.n_plain > 50, spy.n_plain  # and many of them in the guard's one step
-        one_by_one = outcome(runner_for(config, False), messages)
+        assert orphans or spy.n_bulk > 10, spy.n_bulk  # and some a window at a time
+        one_by_one = outcome(runner_for(config, False, ttl), messages)
         assert one_by_one["finished"] and one_by_one["results"]["n_labelled"] > 200
         assert sum(o["kind"] == "periodic" for o in one_by_one["outputs"]) >= 3 * 3
         assert in_bulk == one_by_one, seed
@@ -139,3 +148,56 @@ def test_a_learner_failing_in_a_run_of_pairs_stops_the_stream_as_one_by_one(
     assert {step for step, _, _ in in_runs} == {"predict", "learn"}, spy.failures
     # and some where the guard had already rejected events after the failing one
     assert any(withdrawn > 0 for _, _, withdrawn in in_runs), spy.failures
+
+
+def test_the_guard_takes_pairs_at_once_exactly_when_it_would_take_each_in_turn() -> None:
+    """``IngestGuard.admits_pairs`` against ``admits_pair`` pair after pair, from guards and
+    pairs of every kind: True exactly when every call would be (always, when no orphan
+    label waits and the guard remembers more ids than the pairs hold), and then the guard
+    as those calls leave it; False and the guard untouched otherwise."""
+    import copy
+    import random
+
+    from streameval.pipeline.events import FeatureEvent, LabelEvent
+    from streameval.pipeline.ingest import IngestGuard
+
+    def state(g: IngestGuard) -> tuple[Any, ...]:
+        return g.clock, list(g._labelled), list(g._refused), list(g._orphans), g.counts
+
+    rng = random.Random(7)
+    outcomes = {True: 0, False: 0}
+    for case in range(3000):
+        guard = IngestGuard(feature_names=["a", "b"], remember=rng.choice([4, 10_000]))
+        guard.clock = rng.choice([float("-inf"), 3.0])
+        for uid in rng.sample(range(40), 3):
+            guard._labelled[str(uid)] = None
+        if rng.random() < 0.2:
+            guard._refused[str(rng.randrange(40))] = "too_long"
+        if rng.random() < 0.1:
+            guard.admit(LabelEvent("s", "orphan", 2.0, "a", 0), lambda uid: False)
+        fs, ls = [], []
+        ts = rng.choice([0.0, 3.0, 5.0])
+        for i in range(rng.randrange(1, 6)):
+            ts += rng.choice([0.0, 1.0, 1.0, 1.0, -2.0 if rng.random() < 0.1 else 1.0])
+            uid = str(rng.randrange(40) if rng.random() < 0.1 else 100 + 10 * case + i)
+            x: dict[str, Any] = {"a": 1.0, "b": "u"}
+            bad = rng.random()
+            if bad < 0.04:
+                x = {"a": 1.0, "c": 2.0}
+            elif bad < 0.08:
+                x = {"a": rng.choice([1e60, -1e51, 10**60])}
+            elif bad < 0.1:
+                x = {}
+            fs.append(FeatureEvent("s", uid, ts, x, 2 * i))
+            y: Any = rng.choice(["a", "b", "b", 3]) if rng.random() < 0.1 else "a"
+            lid = uid if rng.random() > 0.03 else uid + "!"
+            lts = ts if rng.random() > 0.03 else ts + 1.0
+            ls.append(LabelEvent("s", lid, lts, y, 2 * i + 1))
+        one_by_one, at_once = copy.deepcopy(guard), copy.deepcopy(guard)
+        each = all(one_by_one.admits_pair(f, lab) for f, lab in zip(fs, ls, strict=True))
+        took = at_once.admits_pairs(fs, ls)
+        exact = not guard.n_orphans and guard.remember > len(guard._labelled) + len(fs)
+        assert took <= each and (took == each or not exact), case
+        assert state(at_once) == (state(one_by_one) if took else state(guard)), case
+        outcomes[took] += 1
+    assert min(outcomes.values()) > 500, outcomes  # both answers, often
