@@ -90,3 +90,36 @@ def test_the_command_line_run_replays_in_a_child_on_its_embedded_broker(tmp_path
     for name in ("nochange", "nb"):
         assert results["learners"][name]["accuracy"] == alone["learners"][name]["accuracy"]
         assert results["learners"][name]["kappa_per"] == alone["learners"][name]["kappa_per"]
+
+
+NICE_PROBE = """
+import os, time
+from streameval.agents.config import KafkaSettings
+from streameval.agents.replay_process import NICENESS, ReplayProcess
+from streameval.pipeline.config import ExperimentConfig
+
+def nice(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+child = ReplayProcess(ExperimentConfig("s", ["nochange"], dataset="electricity", limit=10),
+                      KafkaSettings(), data_dir=None, speed=None, pack=1)
+deadline, seen = time.monotonic() + 20, nice(child.process.pid)
+while seen == nice(os.getpid()) and time.monotonic() < deadline:  # until it has set it
+    time.sleep(0.01)
+    seen = nice(child.process.pid)
+child.process.terminate()
+child.process.join(10)
+print(nice(os.getpid()), seen, NICENESS)
+"""
+
+
+def test_the_replay_child_yields_the_cores_to_the_evaluation() -> None:
+    """The forked replay runs at a lower priority than the run (its niceness read from
+    ``/proc``), so that the evaluation, the slower side, gets the cores first."""
+    done = subprocess.run(
+        [sys.executable, "-c", NICE_PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    parent, child, niceness = map(int, done.stdout.split())
+    assert child == min(19, parent + niceness) and niceness > 0
