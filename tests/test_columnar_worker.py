@@ -58,7 +58,8 @@ def messy_messages(
         d = event.to_dict()
         kind = "features" if isinstance(event, FeatureEvent) else "labels"
         r = rng.random()
-        if not orphans and (r < 0.03 or (kind == "labels" and 0.04 <= r < 0.06)):
+        left_out = kind == "features" and r < 0.03
+        if not orphans and (left_out or (kind == "labels" and 0.04 <= r < 0.06)):
             r = 1.0
         if kind == "features" and r < 0.03:
             continue  # its label becomes an orphan
