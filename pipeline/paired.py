@@ -186,13 +186,15 @@ class PairedAdmission:
                 for i, (f, lab) in enumerate(zip(fs, ls, strict=True))
                 if f.__class__ is not FeatureEvent or lab.__class__ is not LabelEvent
             )  # the pairs before the first event of another kind
+            if m < 2:
+                return 0
             del fs[m:], ls[m:]
         ids = [f.id for f in fs]
         pending, evicted = self.exp.buffer.pending, self.exp.buffer.evicted
         if not pending.keys().isdisjoint(ids) or (evicted and not evicted.keys().isdisjoint(ids)):
             return 0
         ys = [lab.y for lab in ls]
-        if m < 2 or not all(map(self._known, set(ys))):
+        if not all(map(self._known, set(ys))):
             return 0
         if not self.runner.guard.admits_pairs(fs, ls):
             return 0
