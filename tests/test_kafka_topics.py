@@ -81,12 +81,13 @@ def test_partially_existing_topics(
         ensure_topics(conf, 5, prefix=kafka_prefix, kinds=["labels"])
 
 
-def test_the_broker_probes_name_one_topic_and_never_create_it(
+def test_the_broker_probes_answer_for_a_missing_topic_and_never_create_it(
     kafka_settings: KafkaSettings,  # noqa: F811
     kafka_prefix: str,  # noqa: F811
 ) -> None:
-    """The health monitor's probe and ``wait_for_broker`` ask for one topic's metadata:
-    the broker answers for a topic it does not have, and does not create it."""
+    """The health monitor's probe and ``wait_for_broker`` ask for a topic's metadata: the
+    broker answers for a topic it does not have, and does not create it; a closed port
+    fails the probe."""
     import socket
 
     from streameval.agents.broker import PROBE_TOPIC, wait_for_broker
